@@ -1,0 +1,5 @@
+// Package bot is hookroom's composition root and runtime: it wires config,
+// Matrix I/O, tracking, the hook engine, agents and plugins together, runs the
+// turn pipeline once per inbound Matrix event, fires lifecycle and membership
+// events, and implements the host services that hooks call.
+package bot
