@@ -1,0 +1,515 @@
+package matrixio
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/id"
+	"maunium.net/go/mautrix/synapseadmin"
+)
+
+// AccountSpec describes one Matrix account hookroom runs: the router or an
+// agent.
+type AccountSpec struct {
+	// Localpart is the user id's local part ("router" for
+	// "@router:example.org"). It is lower-cased, as Matrix requires.
+	Localpart string
+	// DisplayName is set on the account's profile when it differs. Empty
+	// leaves the profile alone.
+	DisplayName string
+	// Password is the password of an existing account that hookroom did not
+	// create (for homeservers where registration is not available). Leave it
+	// empty for accounts hookroom creates: it generates and stores a strong
+	// random password for those.
+	Password string
+}
+
+var (
+	// ErrNoRegistration is returned by EnsureAccount when an account has no
+	// usable credentials and Config.Registration offers no way to create it.
+	ErrNoRegistration = errors.New("account cannot be created: no registration method configured")
+	// ErrAccountTaken is returned by EnsureAccount when the account exists on
+	// the homeserver but hookroom has no password that logs in to it.
+	ErrAccountTaken = errors.New("account exists on the homeserver but hookroom cannot log in to it")
+	// ErrNotFound is wrapped by errors for things that do not exist: a room
+	// alias that resolves to nothing, a state event that was never set.
+	ErrNotFound = errors.New("not found")
+)
+
+// Manager owns the accounts of one hookroom process: it logs them in,
+// creates missing ones and remembers their credentials in the Store.
+type Manager struct {
+	cfg   Config
+	store *Store
+	retry *retrier
+
+	// ensureMu serialises EnsureAccount, which is a start-up and reload
+	// operation; it guards nothing else.
+	ensureMu sync.Mutex
+	mu       sync.Mutex // guards accounts
+	accounts map[id.UserID]*Account
+}
+
+// NewManager returns a Manager for cfg whose credentials and sync positions
+// live in store (already upgraded). It makes no requests.
+func NewManager(cfg Config, store *Store) (*Manager, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if store == nil {
+		return nil, fmt.Errorf("%w: store is nil", ErrInvalidConfig)
+	}
+	return &Manager{
+		cfg:      cfg,
+		store:    store,
+		retry:    newRetrier(cfg.Retry),
+		accounts: make(map[id.UserID]*Account),
+	}, nil
+}
+
+// Config returns the effective configuration, defaults filled in.
+func (m *Manager) Config() Config { return m.cfg }
+
+// UserID returns the user id a localpart has on this homeserver.
+func (m *Manager) UserID(localpart string) id.UserID {
+	return id.NewUserID(strings.ToLower(localpart), m.cfg.ServerName)
+}
+
+// Account returns the account EnsureAccount set up for user, or nil.
+func (m *Manager) Account(user id.UserID) *Account {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.accounts[user]
+}
+
+// Accounts returns every account set up so far, sorted by user id.
+func (m *Manager) Accounts() []*Account {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Account, 0, len(m.accounts))
+	for _, a := range m.accounts {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *Account) int { return strings.Compare(string(a.userID), string(b.userID)) })
+	return out
+}
+
+// Close releases idle HTTP connections. Stop the sync loops (cancel the
+// contexts given to Run) first; Close does not wait for them.
+func (m *Manager) Close() {
+	m.cfg.HTTPClient.CloseIdleConnections()
+}
+
+// EnsureAccount makes spec's account usable and returns it. It is called at
+// start-up (and on reload) for the router and every agent, and may be
+// called again for the same spec: the second call returns the same
+// *Account.
+//
+// In order, it: reuses the stored access token if whoami still accepts it;
+// else logs in with the configured or stored password, asking for the
+// stored device id so the device (and with it the transaction-id scope)
+// survives restarts; else creates the account with the configured
+// registration method and a generated random password, which is stored
+// before the account is created. Finally it sets the display name if it
+// differs. Credentials are persisted; they are never logged.
+func (m *Manager) EnsureAccount(ctx context.Context, spec AccountSpec) (*Account, error) {
+	if spec.Localpart == "" {
+		return nil, fmt.Errorf("%w: account localpart is empty", ErrInvalidConfig)
+	}
+	m.ensureMu.Lock()
+	defer m.ensureMu.Unlock()
+
+	userID := m.UserID(spec.Localpart)
+	log := zerolog.Ctx(ctx).With().Stringer("user_id", userID).Logger()
+	ctx = log.WithContext(ctx)
+
+	acct := m.Account(userID)
+	if acct == nil {
+		cli, err := m.newClient(ctx, userID)
+		if err != nil {
+			return nil, err
+		}
+		acct = &Account{m: m, client: cli, userID: userID, seen: newRecentSet(recentEventsRemembered)}
+		if err := m.login(ctx, acct, spec); err != nil {
+			return nil, err
+		}
+	}
+	if err := acct.ensureDisplayName(ctx, spec.DisplayName); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.accounts[userID] = acct
+	m.mu.Unlock()
+	return acct, nil
+}
+
+func (m *Manager) newClient(ctx context.Context, userID id.UserID) (*mautrix.Client, error) {
+	cli, err := mautrix.NewClient(m.cfg.HomeserverURL, userID, "")
+	if err != nil {
+		return nil, fmt.Errorf("failed to create client for %s: %w", userID, err)
+	}
+	cli.Client = m.cfg.HTTPClient
+	cli.Log = *zerolog.Ctx(ctx)
+	cli.UserAgent = "hookroom " + mautrix.DefaultUserAgent
+	cli.DefaultHTTPRetries = 0 // our retrier is the only retry layer
+	return cli, nil
+}
+
+// login gives acct a working access token, following EnsureAccount's order.
+func (m *Manager) login(ctx context.Context, acct *Account, spec AccountSpec) error {
+	log := zerolog.Ctx(ctx)
+	creds, err := m.store.loadCredentials(ctx, acct.userID)
+	if err != nil {
+		return err
+	}
+	if creds == nil {
+		creds = &credentials{UserID: acct.userID}
+	}
+
+	// 1. The stored access token.
+	if creds.AccessToken != "" {
+		ok, err := m.checkToken(ctx, acct, creds)
+		if err != nil {
+			return err
+		} else if ok {
+			log.Debug().Stringer("device_id", acct.deviceID).Msg("Reusing stored access token")
+			return nil
+		}
+		log.Info().Msg("Stored access token is no longer valid, logging in again")
+		creds.AccessToken = ""
+	}
+
+	// 2. Password login on the stored device.
+	password := creds.Password
+	if spec.Password != "" {
+		password = spec.Password
+	}
+	var loginErr error
+	if password != "" {
+		loginErr = m.passwordLogin(ctx, acct, creds, password)
+		if loginErr == nil {
+			return nil
+		}
+		if !errors.Is(loginErr, mautrix.MForbidden) {
+			return fmt.Errorf("failed to log in as %s: %w", acct.userID, loginErr)
+		}
+		if spec.Password != "" {
+			return fmt.Errorf("failed to log in as %s with the configured password: %w", acct.userID, loginErr)
+		}
+		// A generated password was refused: the account may never have been
+		// created (a crash between storing the password and registering).
+	}
+
+	// 3. Create the account.
+	if m.cfg.Registration.SharedSecret == "" && m.cfg.Registration.Token == "" {
+		if loginErr != nil {
+			return fmt.Errorf("failed to log in as %s (%w): %w", acct.userID, ErrNoRegistration, loginErr)
+		}
+		return fmt.Errorf("failed to set up %s: %w", acct.userID, ErrNoRegistration)
+	}
+	if creds.Password == "" {
+		if creds.Password, err = generatePassword(); err != nil {
+			return err
+		}
+		// Store the password before the account exists, so a crash right
+		// after registering still leaves us a way to log in.
+		if err = m.store.saveCredentials(ctx, creds); err != nil {
+			return err
+		}
+	}
+	regErr := m.register(ctx, acct, creds.Password)
+	if errors.Is(regErr, mautrix.MUserInUse) {
+		if loginErr == nil {
+			// The registration may have been applied by an earlier attempt
+			// whose response was lost; our password then works.
+			if err := m.passwordLogin(ctx, acct, creds, creds.Password); err == nil {
+				creds.Registered = true
+				return m.store.saveCredentials(ctx, creds)
+			}
+		}
+		return fmt.Errorf("failed to set up %s: %w", acct.userID, ErrAccountTaken)
+	} else if regErr != nil {
+		return fmt.Errorf("failed to register %s: %w", acct.userID, regErr)
+	}
+	log.Info().Str("method", m.cfg.Registration.String()).Msg("Registered account")
+	creds.Registered = true
+	if err := m.passwordLogin(ctx, acct, creds, creds.Password); err != nil {
+		return fmt.Errorf("failed to log in as %s after registering: %w", acct.userID, err)
+	}
+	return nil
+}
+
+// checkToken reports whether creds' access token still works, and adopts it
+// into acct if so.
+func (m *Manager) checkToken(ctx context.Context, acct *Account, creds *credentials) (bool, error) {
+	acct.client.AccessToken = creds.AccessToken
+	acct.client.DeviceID = creds.DeviceID
+	var resp *mautrix.RespWhoami
+	err := m.retry.do(ctx, "whoami", retryTransient, func(ctx context.Context) (err error) {
+		resp, err = acct.client.Whoami(ctx)
+		return err
+	})
+	if errors.Is(err, mautrix.MUnknownToken) || errors.Is(err, mautrix.MMissingToken) {
+		acct.client.AccessToken = ""
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("failed to check stored access token of %s: %w", acct.userID, err)
+	}
+	if resp.UserID != acct.userID {
+		return false, fmt.Errorf("stored access token of %s belongs to %s", acct.userID, resp.UserID)
+	}
+	if resp.DeviceID != "" && resp.DeviceID != creds.DeviceID {
+		creds.DeviceID = resp.DeviceID
+		if err := m.store.saveCredentials(ctx, creds); err != nil {
+			return false, err
+		}
+	}
+	acct.client.DeviceID = creds.DeviceID
+	acct.deviceID = creds.DeviceID
+	return true, nil
+}
+
+// passwordLogin logs in on creds.DeviceID (a new device if empty) and
+// stores the resulting token and device id.
+func (m *Manager) passwordLogin(ctx context.Context, acct *Account, creds *credentials, password string) error {
+	var resp *mautrix.RespLogin
+	err := m.retry.do(ctx, "login", retryTransient, func(ctx context.Context) (err error) {
+		resp, err = acct.client.Login(ctx, &mautrix.ReqLogin{
+			Type: mautrix.AuthTypePassword,
+			Identifier: mautrix.UserIdentifier{
+				Type: mautrix.IdentifierTypeUser,
+				User: acct.userID.String(),
+			},
+			Password:                 password,
+			DeviceID:                 creds.DeviceID,
+			InitialDeviceDisplayName: m.cfg.DeviceDisplayName,
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if resp.UserID != "" && resp.UserID != acct.userID {
+		return fmt.Errorf("logged in as %s instead of %s", resp.UserID, acct.userID)
+	}
+	if creds.DeviceID != "" && resp.DeviceID != creds.DeviceID {
+		zerolog.Ctx(ctx).Warn().
+			Stringer("stored_device_id", creds.DeviceID).
+			Stringer("device_id", resp.DeviceID).
+			Msg("Homeserver assigned a different device than the stored one")
+	}
+	creds.DeviceID = resp.DeviceID
+	creds.AccessToken = resp.AccessToken
+	if err := m.store.saveCredentials(ctx, creds); err != nil {
+		return err
+	}
+	acct.client.AccessToken = resp.AccessToken
+	acct.client.DeviceID = resp.DeviceID
+	acct.deviceID = resp.DeviceID
+	zerolog.Ctx(ctx).Info().Stringer("device_id", resp.DeviceID).Msg("Logged in")
+	return nil
+}
+
+// register creates acct's account with the configured method. It does not
+// log in: the caller logs in with the password afterwards, so every account
+// gets a device named Config.DeviceDisplayName.
+func (m *Manager) register(ctx context.Context, acct *Account, password string) error {
+	localpart := acct.userID.Localpart()
+	if secret := m.cfg.Registration.SharedSecret; secret != "" {
+		return m.sharedSecretRegister(ctx, acct, localpart, password, secret)
+	}
+	return m.tokenRegister(ctx, acct, localpart, password, m.cfg.Registration.Token)
+}
+
+// sharedSecretRegister uses /_synapse/admin/v1/register. mautrix's
+// synapseadmin.Client.SharedSecretRegister would log the request body (the
+// password) at debug level, so the signed request is sent here with the
+// body marked sensitive.
+func (m *Manager) sharedSecretRegister(ctx context.Context, acct *Account, localpart, password, secret string) error {
+	admin := synapseadmin.Client{Client: acct.client}
+	var resp mautrix.RespRegister
+	err := m.retry.do(ctx, "shared-secret registration", retryTransient, func(ctx context.Context) error {
+		nonce, err := admin.GetRegisterNonce(ctx)
+		if err != nil {
+			return err
+		}
+		req := synapseadmin.ReqSharedSecretRegister{
+			Username:     localpart,
+			Password:     password,
+			InhibitLogin: true,
+			Nonce:        nonce,
+		}
+		req.SHA1Checksum = req.Sign(secret)
+		_, err = acct.client.MakeFullRequest(ctx, mautrix.FullRequest{
+			Method:           http.MethodPost,
+			URL:              admin.BuildAdminURL("v1", "register"),
+			RequestJSON:      &req,
+			ResponseJSON:     &resp,
+			SensitiveContent: true,
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	m.dropRegistrationDevice(ctx, acct, resp.AccessToken)
+	return nil
+}
+
+// tokenRegister completes /register's user-interactive auth with the
+// m.login.registration_token stage (and m.login.dummy if a flow needs it).
+func (m *Manager) tokenRegister(ctx context.Context, acct *Account, localpart, password, token string) error {
+	const authTypeRegistrationToken mautrix.AuthType = "m.login.registration_token"
+	req := &mautrix.ReqRegister[any]{
+		Username:     localpart,
+		Password:     password,
+		InhibitLogin: true,
+	}
+	// Each round answers the next stage the server asks for; a flow has at
+	// most a handful of stages.
+	for range 5 {
+		var (
+			resp *mautrix.RespRegister
+			uia  *mautrix.RespUserInteractive
+		)
+		err := m.retry.do(ctx, "token registration", retryTransient, func(ctx context.Context) (err error) {
+			resp, uia, err = acct.client.Register(ctx, req)
+			if uia != nil {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if uia == nil {
+			m.dropRegistrationDevice(ctx, acct, resp.AccessToken)
+			return nil
+		}
+		next, ok := nextStage(uia, authTypeRegistrationToken)
+		if !ok {
+			return fmt.Errorf("homeserver offers no registration flow with only %s and %s stages", authTypeRegistrationToken, mautrix.AuthTypeDummy)
+		}
+		switch next {
+		case authTypeRegistrationToken:
+			req.Auth = map[string]any{"type": next, "token": token, "session": uia.Session}
+		default:
+			req.Auth = mautrix.BaseAuthData{Type: next, Session: uia.Session}
+		}
+	}
+	return errors.New("registration did not complete after 5 user-interactive stages")
+}
+
+// nextStage picks the first flow made only of stages we can complete
+// (registration token, dummy) and returns its first uncompleted stage.
+func nextStage(uia *mautrix.RespUserInteractive, tokenStage mautrix.AuthType) (mautrix.AuthType, bool) {
+	for _, flow := range uia.Flows {
+		usable := slices.ContainsFunc(flow.Stages, func(s mautrix.AuthType) bool { return s == tokenStage }) &&
+			!slices.ContainsFunc(flow.Stages, func(s mautrix.AuthType) bool { return s != tokenStage && s != mautrix.AuthTypeDummy })
+		if !usable {
+			continue
+		}
+		for _, stage := range flow.Stages {
+			if !slices.Contains(uia.Completed, string(stage)) {
+				return stage, true
+			}
+		}
+	}
+	return "", false
+}
+
+// dropRegistrationDevice logs out the device some homeservers create on
+// registration despite inhibit_login (Dendrite's shared-secret endpoint
+// always does), so accounts keep a single device. Best effort.
+func (m *Manager) dropRegistrationDevice(ctx context.Context, acct *Account, accessToken string) {
+	if accessToken == "" {
+		return
+	}
+	cli, err := m.newClient(ctx, acct.userID)
+	if err != nil {
+		return
+	}
+	cli.AccessToken = accessToken
+	if _, err := cli.Logout(ctx); err != nil {
+		zerolog.Ctx(ctx).Debug().Err(err).Msg("Failed to log out the device created by registration")
+	}
+}
+
+func generatePassword() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("failed to generate password: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// Account is one logged-in Matrix user: the router or an agent. Its methods
+// are safe for concurrent use, also while Run is syncing.
+type Account struct {
+	m        *Manager
+	client   *mautrix.Client
+	userID   id.UserID
+	deviceID id.DeviceID
+
+	running atomic.Bool // Run is active
+	seen    *recentSet  // event ids recently handed to the sink, to stop backfill
+}
+
+// UserID returns the account's user id.
+func (a *Account) UserID() id.UserID { return a.userID }
+
+// DeviceID returns the device the account is logged in on. It stays the
+// same across restarts as long as the stored credentials survive.
+func (a *Account) DeviceID() id.DeviceID { return a.deviceID }
+
+// Client returns the underlying mautrix client, for requests matrixio does
+// not wrap. Requests made through it bypass matrixio's retry policy.
+func (a *Account) Client() *mautrix.Client { return a.client }
+
+func (a *Account) do(ctx context.Context, op string, mode retryMode, fn func(context.Context) error) error {
+	return a.m.retry.do(ctx, op, mode, fn)
+}
+
+// ensureDisplayName sets the profile display name if name is not empty and
+// differs from the current one.
+func (a *Account) ensureDisplayName(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	var current string
+	err := a.do(ctx, "get display name", retryTransient, func(ctx context.Context) error {
+		resp, err := a.client.GetOwnDisplayName(ctx)
+		if errors.Is(err, mautrix.MNotFound) {
+			current = ""
+			return nil
+		} else if err != nil {
+			return err
+		}
+		current = resp.DisplayName
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failed to get display name of %s: %w", a.userID, err)
+	}
+	if current == name {
+		return nil
+	}
+	err = a.do(ctx, "set display name", retryTransient, func(ctx context.Context) error {
+		return a.client.SetDisplayName(ctx, name)
+	})
+	if err != nil {
+		return fmt.Errorf("failed to set display name of %s: %w", a.userID, err)
+	}
+	return nil
+}
