@@ -1,0 +1,123 @@
+package hooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/hookroom/hookroom/hooks"
+)
+
+func benchRegistry[T any](b *testing.B, ev hooks.Event[T], n int, fn func(context.Context, *T) error) *hooks.Registry {
+	b.Helper()
+	hs := make([]hooks.Hook, n)
+	for i := range hs {
+		hs[i] = hooks.Handle(ev, fmt.Sprintf("h%d", i), fn)
+	}
+	reg, err := hooks.NewRegistry([]hooks.Plugin{{Name: "bench", Hooks: hs}}, hooks.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return reg
+}
+
+// reportPerHook adds the cost per hook per emission, the figure the
+// targets are stated in.
+func reportPerHook(b *testing.B, n int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/hook")
+}
+
+var sizes = []int{1, 10, 50}
+
+func BenchmarkObserver(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
+			reg := benchRegistry(b, hooks.MessageReceived, n, func(context.Context, *hooks.MessageReceivedContext) error { return nil })
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				c := &hooks.MessageReceivedContext{Envelope: hooks.Envelope{Body: "hi", AgentName: "a"}}
+				c.CorrelationID = "bench"
+				if err := hooks.Emit(ctx, reg, hooks.MessageReceived, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerHook(b, n)
+		})
+	}
+}
+
+func BenchmarkClaim(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
+			reg := benchRegistry(b, hooks.MessageClaim, n, func(context.Context, *hooks.MessageClaimContext) error { return nil })
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				c := &hooks.MessageClaimContext{Envelope: hooks.Envelope{Body: "hi", AgentName: "a"}}
+				c.CorrelationID = "bench"
+				_ = hooks.Emit(ctx, reg, hooks.MessageClaim, c)
+			}
+			reportPerHook(b, n)
+		})
+	}
+}
+
+func BenchmarkTransformer(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
+			reg := benchRegistry(b, hooks.MessageBeforeResponse, n, func(_ context.Context, c *hooks.BeforeResponseContext) error {
+				c.Draft.Text = "x"
+				return nil
+			})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{Text: "hello", Kind: hooks.ResponseAI}}
+				c.CorrelationID = "bench"
+				_ = hooks.Emit(ctx, reg, hooks.MessageBeforeResponse, c)
+			}
+			reportPerHook(b, n)
+		})
+	}
+}
+
+func BenchmarkGate(b *testing.B) {
+	args := json.RawMessage(`{"path":"/tmp/x"}`)
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
+			reg := benchRegistry(b, hooks.ToolBeforeCall, n, func(context.Context, *hooks.ToolBeforeCallContext) error { return nil })
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				c := &hooks.ToolBeforeCallContext{ToolCall: hooks.ToolCall{Tool: "read_file", Arguments: args, Agent: "a"}}
+				c.CorrelationID = "bench"
+				_ = hooks.Emit(ctx, reg, hooks.ToolBeforeCall, c)
+			}
+			reportPerHook(b, n)
+		})
+	}
+}
+
+func BenchmarkCollector(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
+			reg := benchRegistry(b, hooks.MessageEnrich, n, func(_ context.Context, c *hooks.MessageEnrichContext) error {
+				c.AddMetadata("k", "v")
+				return nil
+			})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				c := &hooks.MessageEnrichContext{Envelope: hooks.Envelope{Body: "hi", AgentName: "a"}}
+				c.CorrelationID = "bench"
+				_ = hooks.Emit(ctx, reg, hooks.MessageEnrich, c)
+				if len(c.Items) != n {
+					b.Fatalf("items = %d", len(c.Items))
+				}
+			}
+			reportPerHook(b, n)
+		})
+	}
+}

@@ -1,0 +1,560 @@
+package hooks
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"maunium.net/go/mautrix/id"
+)
+
+// SourceKind says where an inbound message came from.
+type SourceKind string
+
+const (
+	SourceMessage      SourceKind = "message"       // a person's text message
+	SourceEdit         SourceKind = "edit"          // a person edited a message
+	SourceMedia        SourceKind = "media"         // image, file, audio or video
+	SourceScheduled    SourceKind = "scheduled"     // posted by a schedule
+	SourceHook         SourceKind = "hook"          // posted by a hook
+	SourceHookDispatch SourceKind = "hook_dispatch" // posted by a hook, addressed for dispatch
+)
+
+// Envelope describes the inbound message a turn answers. Treat it as
+// read-only: its slices are shared by every hook of the turn.
+type Envelope struct {
+	SourceEventID id.EventID `json:"source_event_id"`
+	RoomID        id.RoomID  `json:"room_id"`
+	// ThreadID is the thread the message was posted in ("" at room level).
+	ThreadID id.EventID `json:"thread_id,omitempty"`
+	// ResolvedThreadID is where the reply goes (a new thread is rooted at
+	// the message itself).
+	ResolvedThreadID id.EventID `json:"resolved_thread_id,omitempty"`
+	// SessionID is the persistence key of the conversation (room + thread).
+	SessionID string `json:"session_id,omitempty"`
+	// RequesterID is the person the turn acts for; SenderID is the Matrix
+	// sender of the event (they differ for relayed and hook messages).
+	RequesterID     id.UserID   `json:"requester_id"`
+	SenderID        id.UserID   `json:"sender_id"`
+	Body            string      `json:"body"`
+	AttachmentIDs   []string    `json:"attachment_ids,omitempty"`
+	MentionedAgents []AgentName `json:"mentioned_agents,omitempty"`
+	// AgentName is the agent handling the message.
+	AgentName  AgentName  `json:"agent_name"`
+	SourceKind SourceKind `json:"source_kind"`
+	// HookSource is "plugin:event" for hook-originated messages.
+	HookSource string `json:"hook_source,omitempty"`
+	// Depth is the synthetic-chain depth: 0 for people, >= 1 for messages
+	// that hooks sent.
+	Depth int `json:"depth,omitempty"`
+}
+
+func (e *Envelope) route() route {
+	return route{agent: e.AgentName, room: e.RoomID, thread: e.ResolvedThreadID, requester: e.RequesterID}
+}
+
+// MessageReceivedContext is passed to message:received hooks (observer,
+// 15 s). It fires once per inbound message, after authorization and
+// de-duplication, before commands run and before routing. A hook may set
+// Suppress: the message then gets no command, no routing and no reply.
+type MessageReceivedContext struct {
+	Base
+	Envelope Envelope `json:"envelope"`
+	// SkipPlugins lists plugins whose hooks do not run for this message
+	// (the plugin whose message:received hook sent it).
+	SkipPlugins []string `json:"skip_plugins,omitempty"`
+	// Suppress, when set by a hook that succeeds, drops the message.
+	Suppress bool `json:"suppress"`
+}
+
+func (c *MessageReceivedContext) route() route {
+	r := c.Envelope.route()
+	r.skip = c.SkipPlugins
+	return r
+}
+func (c *MessageReceivedContext) isolate()                           {}
+func (c *MessageReceivedContext) merge(from *MessageReceivedContext) { c.Suppress = from.Suppress }
+
+// ClaimResponse is what a claiming hook answers with.
+type ClaimResponse struct {
+	// Text is posted as the reply (Markdown). Empty text claims the message
+	// silently: no model call and no reply.
+	Text string `json:"text"`
+	// Extra is merged into the reply's event content.
+	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// MessageClaimContext is passed to message:claim hooks (claim, 1 s). It
+// fires after routing chose an agent and before enrichment and the model
+// call. The first hook that calls Claim answers the message instead of the
+// model; later hooks do not run.
+type MessageClaimContext struct {
+	Base
+	Envelope Envelope `json:"envelope"`
+	// Claimed holds the answer of the claiming hook, nil while unclaimed.
+	Claimed *ClaimResponse `json:"claimed,omitempty"`
+}
+
+// Claim answers the message with text instead of the model.
+func (c *MessageClaimContext) Claim(text string) { c.Claimed = &ClaimResponse{Text: text} }
+
+func (c *MessageClaimContext) route() route                    { return c.Envelope.route() }
+func (c *MessageClaimContext) isolate()                        {}
+func (c *MessageClaimContext) merge(from *MessageClaimContext) { c.Claimed = from.Claimed }
+func (c *MessageClaimContext) stopped() bool                   { return c.Claimed != nil }
+
+// MessageEnrichContext is passed to message:enrich hooks (collector, 2 s).
+// It fires after routing chose the agent, before the model call. Hooks run
+// concurrently and add items with AddMetadata; the items of hooks that
+// succeed are merged in hook order and rendered into the user turn.
+type MessageEnrichContext struct {
+	Base
+	Envelope Envelope `json:"envelope"`
+	// TargetAgent is the agent that will answer.
+	TargetAgent AgentName `json:"target_agent"`
+	// Items are the items added so far by this hook (after Emit: by all).
+	Items []EnrichmentItem `json:"items,omitempty"`
+}
+
+// AddMetadata adds an item to the message-context block of the user turn.
+// Pass StableItem for rarely changing items, TransientItem to keep it out
+// of the stored history.
+func (c *MessageEnrichContext) AddMetadata(key, text string, flags ...ItemFlag) {
+	c.Items = append(c.Items, newItem(key, text, flags))
+}
+
+func (c *MessageEnrichContext) route() route { return c.Envelope.route() }
+func (c *MessageEnrichContext) isolate()     { c.Items = nil }
+func (c *MessageEnrichContext) merge(from *MessageEnrichContext) {
+	c.Items = append(c.Items, from.Items...)
+}
+
+// SystemEnrichContext is passed to system:enrich hooks (collector, 2 s). It
+// fires right after message:enrich. Items added with AddInstruction are
+// rendered into the system prompt for this run only (stable items first).
+type SystemEnrichContext struct {
+	Base
+	Envelope    Envelope         `json:"envelope"`
+	TargetAgent AgentName        `json:"target_agent"`
+	Items       []EnrichmentItem `json:"items,omitempty"`
+}
+
+// AddInstruction adds an item to the system-context block.
+func (c *SystemEnrichContext) AddInstruction(key, text string, flags ...ItemFlag) {
+	c.Items = append(c.Items, newItem(key, text, flags))
+}
+
+func (c *SystemEnrichContext) route() route { return c.Envelope.route() }
+func (c *SystemEnrichContext) isolate()     { c.Items = nil }
+func (c *SystemEnrichContext) merge(from *SystemEnrichContext) {
+	c.Items = append(c.Items, from.Items...)
+}
+
+// ResponseKind says who produced a reply.
+type ResponseKind string
+
+const (
+	ResponseAI     ResponseKind = "ai"
+	ResponseRouter ResponseKind = "router"
+	ResponseSystem ResponseKind = "system"
+)
+
+// ToolTraceEntry records one tool call of a turn.
+type ToolTraceEntry struct {
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"arguments,omitempty"`
+	Result   string          `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Blocked  bool            `json:"blocked,omitempty"`
+	Duration time.Duration   `json:"duration_ns,omitempty"`
+}
+
+// ResponseDraft is a reply before its first visible send.
+type ResponseDraft struct {
+	Text      string           `json:"text"`
+	Kind      ResponseKind     `json:"kind"`
+	ToolTrace []ToolTraceEntry `json:"tool_trace,omitempty"`
+	// Extra is JSON merged into the reply's event content.
+	Extra    json.RawMessage `json:"extra,omitempty"`
+	Envelope Envelope        `json:"envelope"`
+	// Suppress drops the reply: nothing is sent and the turn ends with
+	// message:cancelled.
+	Suppress bool `json:"suppress"`
+}
+
+// BeforeResponseContext is passed to message:before_response hooks
+// (transformer, 200 ms). It fires after generation, before the first
+// visible text of the reply is sent. A hook may change Draft.Text,
+// Draft.Extra and Draft.ToolTrace, or set Draft.Suppress; its draft goes to
+// the next hook only if it succeeds in time.
+type BeforeResponseContext struct {
+	Base
+	Draft ResponseDraft `json:"draft"`
+}
+
+func (c *BeforeResponseContext) route() route { return c.Draft.Envelope.route() }
+func (c *BeforeResponseContext) isolate() {
+	c.Draft.ToolTrace = slices.Clone(c.Draft.ToolTrace)
+	c.Draft.Extra = slices.Clone(c.Draft.Extra)
+}
+func (c *BeforeResponseContext) merge(from *BeforeResponseContext) {
+	env := c.Draft.Envelope
+	c.Draft = from.Draft
+	c.Draft.Envelope = env
+}
+
+// FinalDraft is the final text of a streamed reply before its last edit.
+type FinalDraft struct {
+	Text     string       `json:"text"`
+	Kind     ResponseKind `json:"kind"`
+	Envelope Envelope     `json:"envelope"`
+}
+
+// FinalResponseContext is passed to message:final_response_transform hooks
+// (transformer, 200 ms). It fires once on a clean streamed reply, after its
+// text is visible, before the final edit. A hook may replace Draft.Text; it
+// cannot suppress the reply.
+type FinalResponseContext struct {
+	Base
+	Draft FinalDraft `json:"draft"`
+}
+
+func (c *FinalResponseContext) route() route { return c.Draft.Envelope.route() }
+func (c *FinalResponseContext) isolate()     {}
+func (c *FinalResponseContext) merge(from *FinalResponseContext) {
+	c.Draft.Text = from.Draft.Text
+}
+
+// DeliveryKind says how the final reply reached the room.
+type DeliveryKind string
+
+const (
+	DeliverySent   DeliveryKind = "sent"
+	DeliveryEdited DeliveryKind = "edited"
+)
+
+// ResponseResult is a delivered reply.
+type ResponseResult struct {
+	Text         string       `json:"text"`
+	EventID      id.EventID   `json:"event_id"`
+	DeliveryKind DeliveryKind `json:"delivery_kind"`
+	Kind         ResponseKind `json:"kind"`
+	Envelope     Envelope     `json:"envelope"`
+}
+
+// AfterResponseContext is passed to message:after_response hooks (observer,
+// 3 s). It fires once after a turn's final reply was delivered. Nothing in
+// it can be changed.
+type AfterResponseContext struct {
+	Base
+	Result ResponseResult `json:"result"`
+}
+
+func (c *AfterResponseContext) route() route                { return c.Result.Envelope.route() }
+func (c *AfterResponseContext) isolate()                    {}
+func (c *AfterResponseContext) merge(*AfterResponseContext) {}
+
+// CancelReason says why a turn ended without a clean reply.
+type CancelReason string
+
+const (
+	CancelledByUser     CancelReason = "cancelled_by_user"
+	CancelSuppressed    CancelReason = "suppressed_by_hook"
+	CancelModelError    CancelReason = "model_error"
+	CancelToolError     CancelReason = "tool_error"
+	CancelDeliveryError CancelReason = "delivery_failed"
+	CancelInterrupted   CancelReason = "interrupted"
+	CancelClaimed       CancelReason = "claimed_by_hook"
+)
+
+// CancelledInfo describes a turn that ended without a clean reply.
+type CancelledInfo struct {
+	Envelope Envelope `json:"envelope"`
+	// VisibleEventID is the reply event people may have seen, if any.
+	VisibleEventID id.EventID   `json:"visible_event_id,omitempty"`
+	Kind           ResponseKind `json:"kind"`
+	Reason         CancelReason `json:"reason"`
+	// Detail is a human-readable explanation (an error message).
+	Detail string `json:"detail,omitempty"`
+}
+
+// CancelledContext is passed to message:cancelled hooks (observer, 3 s). It
+// fires once for every turn that ends other than cleanly: cancelled by a
+// person, suppressed by a hook, a model, tool or delivery failure. Exactly
+// one of message:after_response and message:cancelled fires per turn.
+type CancelledContext struct {
+	Base
+	Info CancelledInfo `json:"info"`
+}
+
+func (c *CancelledContext) route() route            { return c.Info.Envelope.route() }
+func (c *CancelledContext) isolate()                {}
+func (c *CancelledContext) merge(*CancelledContext) {}
+
+// AgentLifecycleContext is passed to agent:started (after an account logged
+// in), bot:ready (after its first sync and room joins) and agent:stopped
+// (during an orderly shutdown, while the account can still send). All
+// observer, 5 s; nothing can be changed. rooms= filters match JoinedRooms.
+type AgentLifecycleContext struct {
+	Base
+	Agent AgentName `json:"agent"`
+	// EntityType is "agent" or "router".
+	EntityType  string      `json:"entity_type"`
+	UserID      id.UserID   `json:"user_id"`
+	Rooms       []string    `json:"rooms,omitempty"` // as configured (keys, aliases or ids)
+	JoinedRooms []id.RoomID `json:"joined_rooms,omitempty"`
+	StopReason  string      `json:"stop_reason,omitempty"`
+}
+
+func (c *AgentLifecycleContext) route() route                 { return route{agent: c.Agent} }
+func (c *AgentLifecycleContext) isolate()                     {}
+func (c *AgentLifecycleContext) merge(*AgentLifecycleContext) {}
+
+// SessionContext is passed to session:started hooks (observer, 5 s). It
+// fires once when the first turn of a conversation scope (room + thread) is
+// stored.
+type SessionContext struct {
+	Base
+	Agent     AgentName  `json:"agent"`
+	ScopeKey  string     `json:"scope_key"`
+	SessionID string     `json:"session_id"`
+	RoomID    id.RoomID  `json:"room_id"`
+	ThreadID  id.EventID `json:"thread_id,omitempty"`
+}
+
+func (c *SessionContext) route() route {
+	return route{agent: c.Agent, room: c.RoomID, thread: c.ThreadID}
+}
+func (c *SessionContext) isolate()              {}
+func (c *SessionContext) merge(*SessionContext) {}
+
+// ChatMessage is one message of a conversation history.
+type ChatMessage struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	Name       string `json:"name,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// CompactionContext is passed to compaction:before (observer, 15 s; after
+// the compacted history is prepared, before it is stored) and
+// compaction:after (observer, 5 s; after it is stored, with the token
+// counts and the summary). Nothing can be changed.
+type CompactionContext struct {
+	Base
+	Agent        AgentName     `json:"agent"`
+	ScopeKey     string        `json:"scope_key"`
+	SessionID    string        `json:"session_id"`
+	RoomID       id.RoomID     `json:"room_id"`
+	ThreadID     id.EventID    `json:"thread_id,omitempty"`
+	Messages     []ChatMessage `json:"messages"`
+	TokensBefore int           `json:"tokens_before"`
+	TokensAfter  int           `json:"tokens_after,omitempty"`
+	Summary      string        `json:"summary,omitempty"`
+}
+
+func (c *CompactionContext) route() route {
+	return route{agent: c.Agent, room: c.RoomID, thread: c.ThreadID}
+}
+func (c *CompactionContext) isolate()                 { c.Messages = slices.Clone(c.Messages) }
+func (c *CompactionContext) merge(*CompactionContext) {}
+
+// ScheduleFiredContext is passed to schedule:fired hooks (observer, 1 s). It
+// fires before a scheduled task posts its message. A hook may change
+// MessageText or set Suppress (nothing is posted).
+type ScheduleFiredContext struct {
+	Base
+	TaskID      string     `json:"task_id"`
+	Schedule    string     `json:"schedule,omitempty"`
+	RoomID      id.RoomID  `json:"room_id"`
+	ThreadID    id.EventID `json:"thread_id,omitempty"`
+	CreatedBy   id.UserID  `json:"created_by,omitempty"`
+	MessageText string     `json:"message_text"`
+	Suppress    bool       `json:"suppress"`
+}
+
+func (c *ScheduleFiredContext) route() route {
+	return route{room: c.RoomID, thread: c.ThreadID, requester: c.CreatedBy}
+}
+func (c *ScheduleFiredContext) isolate() {}
+func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) {
+	c.MessageText = from.MessageText
+	c.Suppress = from.Suppress
+}
+
+// ReactionReceivedContext is passed to reaction:received hooks (observer,
+// 500 ms). It fires for a reaction from an authorized person after the
+// built-in reaction handlers (🛑 stop) declined it. Agent is the agent whose
+// message was reacted to, "" when the target is not an agent's message.
+type ReactionReceivedContext struct {
+	Base
+	Agent         AgentName  `json:"agent,omitempty"`
+	RoomID        id.RoomID  `json:"room_id"`
+	EventID       id.EventID `json:"event_id"`
+	SenderID      id.UserID  `json:"sender_id"`
+	Key           string     `json:"key"`
+	TargetEventID id.EventID `json:"target_event_id"`
+	ThreadID      id.EventID `json:"thread_id,omitempty"`
+}
+
+func (c *ReactionReceivedContext) route() route {
+	return route{agent: c.Agent, room: c.RoomID, thread: c.ThreadID, requester: c.SenderID}
+}
+func (c *ReactionReceivedContext) isolate()                       {}
+func (c *ReactionReceivedContext) merge(*ReactionReceivedContext) {}
+
+// RoomMemberContext is passed to room:member_joined and room:member_left
+// hooks (observer, 3 s). member_joined fires once per room and person,
+// ever: not for members present before hookroom first synced the room, not
+// again after a leave and rejoin or a restart, and never for the router,
+// agents or configured bot accounts. member_left fires when a person leaves
+// on their own. Nothing can be changed.
+type RoomMemberContext struct {
+	Base
+	RoomID         id.RoomID  `json:"room_id"`
+	EventID        id.EventID `json:"event_id"`
+	UserID         id.UserID  `json:"user_id"`
+	SenderID       id.UserID  `json:"sender_id"`
+	DisplayName    string     `json:"display_name,omitempty"`
+	AvatarURL      string     `json:"avatar_url,omitempty"`
+	Membership     string     `json:"membership"`
+	PrevMembership string     `json:"prev_membership,omitempty"`
+}
+
+func (c *RoomMemberContext) route() route {
+	return route{room: c.RoomID, requester: c.UserID}
+}
+func (c *RoomMemberContext) isolate()                 {}
+func (c *RoomMemberContext) merge(*RoomMemberContext) {}
+
+// ConfigReloadedContext is passed to config:reloaded hooks (observer, 5 s).
+// It fires after a new configuration was applied, with what changed (sorted).
+type ConfigReloadedContext struct {
+	Base
+	AddedAgents   []AgentName `json:"added_agents,omitempty"`
+	ChangedAgents []AgentName `json:"changed_agents,omitempty"`
+	RemovedAgents []AgentName `json:"removed_agents,omitempty"`
+	// PluginChanges describe plugin changes, e.g. "added audit", "restarted geo".
+	PluginChanges []string `json:"plugin_changes,omitempty"`
+}
+
+func (c *ConfigReloadedContext) route() route                 { return route{} }
+func (c *ConfigReloadedContext) isolate()                     {}
+func (c *ConfigReloadedContext) merge(*ConfigReloadedContext) {}
+
+// ToolCall describes one tool call of a turn.
+type ToolCall struct {
+	Tool string `json:"tool"`
+	// Arguments is the JSON object the model passed. Each hook gets its own
+	// copy; use DecodeArguments to read it.
+	Arguments   json.RawMessage `json:"arguments"`
+	Agent       AgentName       `json:"agent"`
+	RoomID      id.RoomID       `json:"room_id,omitempty"`
+	ThreadID    id.EventID      `json:"thread_id,omitempty"`
+	RequesterID id.UserID       `json:"requester_id,omitempty"`
+	SessionID   string          `json:"session_id,omitempty"`
+}
+
+// DecodeArguments unmarshals the call's arguments into v.
+func (t *ToolCall) DecodeArguments(v any) error { return json.Unmarshal(t.Arguments, v) }
+
+func (t *ToolCall) route() route {
+	return route{agent: t.Agent, room: t.RoomID, thread: t.ThreadID, requester: t.RequesterID}
+}
+
+// ToolBeforeCallContext is passed to tool:before_call hooks (gate, 200 ms).
+// It fires right before each tool call. A hook may Decline the call: the
+// chain stops and the model gets a declined result with the reason instead
+// of the tool's output. A failing hook is ignored, unless its failure policy
+// is closed: then the call is declined because the gate was unavailable.
+type ToolBeforeCallContext struct {
+	Base
+	ToolCall
+	Declined      bool   `json:"declined"`
+	DeclineReason string `json:"decline_reason,omitempty"`
+}
+
+// Decline refuses the tool call with a reason the model will see.
+func (c *ToolBeforeCallContext) Decline(reason string) {
+	c.Declined = true
+	c.DeclineReason = reason
+}
+
+func (c *ToolBeforeCallContext) route() route { return c.ToolCall.route() }
+func (c *ToolBeforeCallContext) isolate()     { c.Arguments = slices.Clone(c.Arguments) }
+func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) {
+	c.Declined = from.Declined
+	c.DeclineReason = from.DeclineReason
+}
+func (c *ToolBeforeCallContext) stopped() bool { return c.Declined }
+func (c *ToolBeforeCallContext) declineUnavailable(reason string) {
+	c.Declined = true
+	c.DeclineReason = reason
+}
+
+// ToolAfterCallContext is passed to tool:after_call hooks (observer, 300 ms).
+// It fires after every tool call: when it returned, failed, or was
+// declined (Blocked). Nothing can be changed.
+type ToolAfterCallContext struct {
+	Base
+	ToolCall
+	Result   string        `json:"result,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Blocked  bool          `json:"blocked"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+func (c *ToolAfterCallContext) route() route                { return c.ToolCall.route() }
+func (c *ToolAfterCallContext) isolate()                    { c.Arguments = slices.Clone(c.Arguments) }
+func (c *ToolAfterCallContext) merge(*ToolAfterCallContext) {}
+
+// CustomEventContext is passed to hooks of custom events (observer, 1 s),
+// which plugins emit with Emit from hooks and tools.
+type CustomEventContext struct {
+	Base
+	// Payload is the JSON the emitter passed; use DecodePayload.
+	Payload      json.RawMessage `json:"payload"`
+	SourcePlugin string          `json:"source_plugin,omitempty"`
+	Agent        AgentName       `json:"agent,omitempty"`
+	RoomID       id.RoomID       `json:"room_id,omitempty"`
+	ThreadID     id.EventID      `json:"thread_id,omitempty"`
+	SenderID     id.UserID       `json:"sender_id,omitempty"`
+}
+
+// DecodePayload unmarshals the payload into v.
+func (c *CustomEventContext) DecodePayload(v any) error { return json.Unmarshal(c.Payload, v) }
+
+func (c *CustomEventContext) route() route {
+	return route{agent: c.Agent, room: c.RoomID, thread: c.ThreadID, requester: c.SenderID}
+}
+func (c *CustomEventContext) isolate()                  {}
+func (c *CustomEventContext) merge(*CustomEventContext) {}
+
+// guard makes the compiler check that *T satisfies the engine's contract.
+func guard[T any, P ContextOf[T]]() {}
+
+// Interface guards: every context type satisfies the engine's contract.
+var (
+	_ = guard[MessageReceivedContext, *MessageReceivedContext]
+	_ = guard[MessageClaimContext, *MessageClaimContext]
+	_ = guard[MessageEnrichContext, *MessageEnrichContext]
+	_ = guard[SystemEnrichContext, *SystemEnrichContext]
+	_ = guard[BeforeResponseContext, *BeforeResponseContext]
+	_ = guard[FinalResponseContext, *FinalResponseContext]
+	_ = guard[AfterResponseContext, *AfterResponseContext]
+	_ = guard[CancelledContext, *CancelledContext]
+	_ = guard[AgentLifecycleContext, *AgentLifecycleContext]
+	_ = guard[SessionContext, *SessionContext]
+	_ = guard[CompactionContext, *CompactionContext]
+	_ = guard[ScheduleFiredContext, *ScheduleFiredContext]
+	_ = guard[ReactionReceivedContext, *ReactionReceivedContext]
+	_ = guard[RoomMemberContext, *RoomMemberContext]
+	_ = guard[ConfigReloadedContext, *ConfigReloadedContext]
+	_ = guard[ToolBeforeCallContext, *ToolBeforeCallContext]
+	_ = guard[ToolAfterCallContext, *ToolAfterCallContext]
+	_ = guard[CustomEventContext, *CustomEventContext]
+
+	_ stopper    = (*ToolBeforeCallContext)(nil)
+	_ stopper    = (*MessageClaimContext)(nil)
+	_ failCloser = (*ToolBeforeCallContext)(nil)
+)

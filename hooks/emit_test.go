@@ -1,0 +1,440 @@
+package hooks_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/hooks/hooktest"
+)
+
+// behaviour is how the hook under test ends after it changed its context.
+type behaviour int
+
+const (
+	succeed behaviour = iota
+	fail              // returns an error
+	late              // returns nil, but after its deadline
+	panics            // panics
+	ignores           // ignores its context and runs for an hour
+)
+
+var behaviours = []struct {
+	name string
+	b    behaviour
+}{
+	{"success", succeed}, {"error", fail}, {"timeout", late}, {"panic", panics}, {"ignores context", ignores},
+}
+
+const subjectTimeout = 50 * time.Millisecond
+
+// finish ends the subject hook as b says. It is called after the hook made
+// its change, so a failing hook's change must be dropped by the engine.
+func finish(b behaviour) error {
+	switch b {
+	case fail:
+		return errors.New("boom")
+	case late:
+		time.Sleep(2 * subjectTimeout)
+	case panics:
+		panic("kaboom")
+	case ignores:
+		time.Sleep(time.Hour)
+	}
+	return nil
+}
+
+// wantStats checks the subject's statistics after one run.
+func wantStats(t *testing.T, reg *hooks.Registry, b behaviour) {
+	t.Helper()
+	for _, s := range reg.Stats() {
+		if s.Hook != "subject" {
+			continue
+		}
+		want := hooks.HookStats{Event: s.Event, Plugin: s.Plugin, Hook: s.Hook, Invocations: 1, Total: s.Total, Max: s.Max}
+		switch b {
+		case fail:
+			want.Errors = 1
+		case late, ignores:
+			want.Timeouts = 1
+		case panics:
+			want.Panics = 1
+		}
+		if s != want {
+			t.Errorf("stats = %+v, want %+v", s, want)
+		}
+		return
+	}
+	t.Fatal("no stats for the subject hook")
+}
+
+// drain lets abandoned hooks (still sleeping in fake time) finish before
+// the synctest bubble ends.
+func drain() {
+	time.Sleep(2 * time.Hour)
+	synctest.Wait()
+}
+
+// timed runs emit inside a synctest bubble and checks that a hook ignoring
+// its context was abandoned at its deadline instead of being waited for.
+func timed(t *testing.T, b behaviour, emit func()) {
+	t.Helper()
+	start := time.Now()
+	emit()
+	elapsed := time.Since(start)
+	limit := time.Millisecond
+	if b == late || b == ignores {
+		limit = 2 * subjectTimeout
+	}
+	if elapsed > limit {
+		t.Errorf("emission took %v (fake time), want at most %v", elapsed, limit)
+	}
+	drain()
+}
+
+func TestObserverMatrix(t *testing.T) {
+	for _, tc := range behaviours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var followerSaw atomic.Int32
+				reg := hooktest.NewRegistry(t,
+					hooks.Handle(hooks.MessageReceived, "subject", func(_ context.Context, c *hooks.MessageReceivedContext) error {
+						c.Suppress = true
+						c.Envelope.Body = "tampered"
+						return finish(tc.b)
+					}, hooks.Priority(1), hooks.Timeout(subjectTimeout)),
+					hooks.Handle(hooks.MessageReceived, "follower", func(_ context.Context, c *hooks.MessageReceivedContext) error {
+						if c.Envelope.Body != "hello" {
+							t.Errorf("follower saw body %q", c.Envelope.Body)
+						}
+						if c.Suppress {
+							followerSaw.Store(2)
+						} else {
+							followerSaw.Store(1)
+						}
+						return nil
+					}),
+				)
+				c := hooktest.MessageReceived("hello")
+				timed(t, tc.b, func() { hooktest.Emit(t, reg, hooks.MessageReceived, c) })
+				wantSuppress := tc.b == succeed
+				if c.Suppress != wantSuppress {
+					t.Errorf("Suppress = %v, want %v", c.Suppress, wantSuppress)
+				}
+				if c.Envelope.Body != "hello" {
+					t.Errorf("caller's body changed to %q", c.Envelope.Body)
+				}
+				if want := map[bool]int32{true: 2, false: 1}[wantSuppress]; followerSaw.Load() != want {
+					t.Errorf("follower saw state %d, want %d", followerSaw.Load(), want)
+				}
+				wantStats(t, reg, tc.b)
+			})
+		})
+	}
+}
+
+func TestCollectorMatrix(t *testing.T) {
+	for _, tc := range behaviours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reg := hooktest.NewRegistry(t,
+					hooks.Handle(hooks.MessageEnrich, "subject", func(_ context.Context, c *hooks.MessageEnrichContext) error {
+						c.AddMetadata("subject", "from subject")
+						return finish(tc.b)
+					}, hooks.Priority(1), hooks.Timeout(subjectTimeout)),
+					hooks.Handle(hooks.MessageEnrich, "follower", func(_ context.Context, c *hooks.MessageEnrichContext) error {
+						c.AddMetadata("follower", "from follower", hooks.StableItem)
+						return nil
+					}),
+				)
+				c := hooktest.MessageEnrich("hello")
+				timed(t, tc.b, func() { hooktest.Emit(t, reg, hooks.MessageEnrich, c) })
+				var keys []string
+				for _, it := range c.Items {
+					keys = append(keys, it.Key)
+				}
+				want := "follower"
+				if tc.b == succeed {
+					want = "subject,follower"
+				}
+				if got := strings.Join(keys, ","); got != want {
+					t.Errorf("items = %s, want %s", got, want)
+				}
+				wantStats(t, reg, tc.b)
+			})
+		})
+	}
+}
+
+func TestTransformerMatrix(t *testing.T) {
+	for _, tc := range behaviours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reg := hooktest.NewRegistry(t,
+					hooks.Handle(hooks.MessageBeforeResponse, "subject", func(_ context.Context, c *hooks.BeforeResponseContext) error {
+						c.Draft.Text = "subject"
+						c.Draft.Suppress = true
+						c.Draft.ToolTrace = append(c.Draft.ToolTrace, hooks.ToolTraceEntry{Tool: "x"})
+						return finish(tc.b)
+					}, hooks.Priority(1), hooks.Timeout(subjectTimeout)),
+					hooks.Handle(hooks.MessageBeforeResponse, "follower", func(_ context.Context, c *hooks.BeforeResponseContext) error {
+						c.Draft.Text += "+f"
+						return nil
+					}),
+				)
+				c := hooktest.BeforeResponse("draft")
+				timed(t, tc.b, func() { hooktest.Emit(t, reg, hooks.MessageBeforeResponse, c) })
+				want, wantSuppress, wantTrace := "draft+f", false, 0
+				if tc.b == succeed {
+					want, wantSuppress, wantTrace = "subject+f", true, 1
+				}
+				if c.Draft.Text != want || c.Draft.Suppress != wantSuppress || len(c.Draft.ToolTrace) != wantTrace {
+					t.Errorf("draft = %q suppress=%v trace=%d, want %q %v %d", c.Draft.Text, c.Draft.Suppress, len(c.Draft.ToolTrace), want, wantSuppress, wantTrace)
+				}
+				wantStats(t, reg, tc.b)
+			})
+		})
+	}
+}
+
+func TestGateMatrix(t *testing.T) {
+	for _, policy := range []hooks.FailurePolicy{hooks.FailOpen, hooks.FailClosed} {
+		for _, tc := range behaviours {
+			t.Run(policy.String()+"/"+tc.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var followerRan atomic.Bool
+					reg := hooktest.NewRegistry(t,
+						hooks.Handle(hooks.ToolBeforeCall, "subject", func(_ context.Context, c *hooks.ToolBeforeCallContext) error {
+							c.Arguments[2] = 'X' // tamper with this hook's own copy
+							c.Decline("not allowed")
+							return finish(tc.b)
+						}, hooks.Priority(1), hooks.Timeout(subjectTimeout), hooks.WithFailurePolicy(policy)),
+						hooks.Handle(hooks.ToolBeforeCall, "follower", func(_ context.Context, c *hooks.ToolBeforeCallContext) error {
+							followerRan.Store(true)
+							if string(c.Arguments) != `{"path":"/etc"}` {
+								t.Errorf("follower saw arguments %s", c.Arguments)
+							}
+							return nil
+						}),
+					)
+					c := hooktest.ToolBeforeCall("read_file", `{"path":"/etc"}`)
+					timed(t, tc.b, func() { hooktest.Emit(t, reg, hooks.ToolBeforeCall, c) })
+					if string(c.Arguments) != `{"path":"/etc"}` {
+						t.Errorf("caller's arguments changed to %s", c.Arguments)
+					}
+					switch {
+					case tc.b == succeed:
+						if !c.Declined || c.DeclineReason != "not allowed" || followerRan.Load() {
+							t.Errorf("declined=%v reason=%q followerRan=%v, want a decline that stops the chain", c.Declined, c.DeclineReason, followerRan.Load())
+						}
+					case policy == hooks.FailClosed:
+						if !c.Declined || !strings.Contains(c.DeclineReason, "test/subject was unavailable") || followerRan.Load() {
+							t.Errorf("declined=%v reason=%q followerRan=%v, want a fail-closed decline", c.Declined, c.DeclineReason, followerRan.Load())
+						}
+					default:
+						if c.Declined || !followerRan.Load() {
+							t.Errorf("declined=%v followerRan=%v, want the failure ignored (fail open)", c.Declined, followerRan.Load())
+						}
+					}
+					wantStats(t, reg, tc.b)
+				})
+			})
+		}
+	}
+}
+
+func TestClaimMatrix(t *testing.T) {
+	for _, tc := range behaviours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var laterRan atomic.Bool
+				reg := hooktest.NewRegistry(t,
+					hooks.Handle(hooks.MessageClaim, "subject", func(_ context.Context, c *hooks.MessageClaimContext) error {
+						c.Claim("mine")
+						return finish(tc.b)
+					}, hooks.Priority(1), hooks.Timeout(subjectTimeout)),
+					hooks.Handle(hooks.MessageClaim, "follower", func(_ context.Context, c *hooks.MessageClaimContext) error {
+						c.Claim("follower")
+						return nil
+					}),
+					hooks.Handle(hooks.MessageClaim, "later", func(context.Context, *hooks.MessageClaimContext) error {
+						laterRan.Store(true)
+						return nil
+					}, hooks.Priority(200)),
+				)
+				c := hooktest.MessageClaim("hello")
+				timed(t, tc.b, func() { hooktest.Emit(t, reg, hooks.MessageClaim, c) })
+				want := "follower"
+				if tc.b == succeed {
+					want = "mine"
+				}
+				if c.Claimed == nil || c.Claimed.Text != want {
+					t.Errorf("claimed = %+v, want %q", c.Claimed, want)
+				}
+				if laterRan.Load() {
+					t.Error("a hook after the claim ran")
+				}
+				wantStats(t, reg, tc.b)
+			})
+		})
+	}
+}
+
+func TestCollectorRunsConcurrently(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		concurrency int
+		want        time.Duration
+	}{
+		{"default bound", 0, 100 * time.Millisecond},
+		{"bound of 10", 10, 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var hs []hooks.Hook
+				for i := range 50 {
+					hs = append(hs, hooks.Handle(hooks.MessageEnrich, "sleep"+string(rune('a'+i/26))+string(rune('a'+i%26)),
+						func(_ context.Context, c *hooks.MessageEnrichContext) error {
+							time.Sleep(100 * time.Millisecond)
+							c.AddMetadata("k", "v")
+							return nil
+						}))
+				}
+				reg := hooktest.Registry(t, []hooks.Plugin{hooktest.Plugin("p", hs...)}, hooks.Options{CollectorConcurrency: tc.concurrency})
+				c := hooktest.MessageEnrich("hi")
+				start := time.Now()
+				hooktest.Emit(t, reg, hooks.MessageEnrich, c)
+				if got := time.Since(start); got != tc.want {
+					t.Errorf("50 hooks of 100 ms took %v, want %v", got, tc.want)
+				}
+				if len(c.Items) != 50 {
+					t.Errorf("got %d items, want 50", len(c.Items))
+				}
+			})
+		})
+	}
+}
+
+func TestCollectorReplacesAbandonedWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := hooktest.Registry(t, []hooks.Plugin{hooktest.Plugin("p",
+			hooks.Handle(hooks.MessageEnrich, "stuck", func(context.Context, *hooks.MessageEnrichContext) error {
+				time.Sleep(time.Hour)
+				return nil
+			}, hooks.Timeout(10*time.Millisecond)),
+			hooks.Handle(hooks.MessageEnrich, "quick", func(_ context.Context, c *hooks.MessageEnrichContext) error {
+				c.AddMetadata("quick", "yes")
+				return nil
+			}),
+		)}, hooks.Options{CollectorConcurrency: 1})
+		c := hooktest.MessageEnrich("hi")
+		start := time.Now()
+		hooktest.Emit(t, reg, hooks.MessageEnrich, c)
+		if got := time.Since(start); got != 15*time.Millisecond {
+			t.Errorf("took %v, want 15ms (10ms deadline + 5ms grace)", got)
+		}
+		if len(c.Items) != 1 || c.Items[0].Key != "quick" {
+			t.Errorf("items = %+v, want the quick hook's", c.Items)
+		}
+		drain()
+	})
+}
+
+func TestHookContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sawDeadline time.Duration
+		var sawDepth int
+		var sawErr error
+		reg := hooktest.NewRegistry(t,
+			hooks.Handle(hooks.MessageReceived, "waits", func(ctx context.Context, _ *hooks.MessageReceivedContext) error {
+				dl, _ := ctx.Deadline()
+				sawDeadline = time.Until(dl)
+				sawDepth = hooks.Depth(ctx)
+				<-ctx.Done()
+				sawErr = ctx.Err()
+				return ctx.Err()
+			}, hooks.Timeout(30*time.Millisecond)),
+		)
+		hooktest.Emit(t, reg, hooks.MessageReceived, hooktest.MessageReceived("hi"))
+		if sawDeadline != 30*time.Millisecond || sawDepth != 1 || !errors.Is(sawErr, context.DeadlineExceeded) {
+			t.Errorf("deadline in %v, depth %d, err %v; want 30ms, 1, deadline exceeded", sawDeadline, sawDepth, sawErr)
+		}
+		if s := reg.Stats()[0]; s.Timeouts != 1 || s.Errors != 0 {
+			t.Errorf("a hook that returned its context's error at the deadline counts as %+v, want a timeout", s)
+		}
+	})
+}
+
+func TestEmitStopsWhenContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := hooktest.NewRegistry(t,
+			hooks.Handle(hooks.MessageReceived, "slow", func(_ context.Context, c *hooks.MessageReceivedContext) error {
+				time.Sleep(time.Second)
+				c.Suppress = true
+				return nil
+			}),
+			hooks.Handle(hooks.MessageEnrich, "slow_enrich", func(_ context.Context, c *hooks.MessageEnrichContext) error {
+				time.Sleep(time.Second)
+				c.AddMetadata("k", "v")
+				return nil
+			}),
+		)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		c := hooktest.MessageReceived("hi")
+		if err := hooks.Emit(ctx, reg, hooks.MessageReceived, c); !errors.Is(err, context.DeadlineExceeded) || c.Suppress {
+			t.Errorf("observer: err %v suppress %v, want deadline exceeded and no change", err, c.Suppress)
+		}
+		e := hooktest.MessageEnrich("hi")
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel2()
+		if err := hooks.Emit(ctx2, reg, hooks.MessageEnrich, e); !errors.Is(err, context.DeadlineExceeded) || len(e.Items) != 0 {
+			t.Errorf("collector: err %v items %v, want deadline exceeded and no items", err, e.Items)
+		}
+		drain()
+	})
+}
+
+func TestFailuresAreLoggedWithPluginAndHook(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	w := zerolog.SyncWriter(&lockedWriter{w: &buf, mu: &mu})
+	ctx := zerolog.New(w).WithContext(context.Background())
+	reg := hooktest.Registry(t, []hooks.Plugin{hooktest.Plugin("geo",
+		hooks.Handle(hooks.MessageReceived, "locate", func(context.Context, *hooks.MessageReceivedContext) error { panic("no gps") }),
+		hooks.Handle(hooks.MessageReceived, "weather", func(context.Context, *hooks.MessageReceivedContext) error { return errors.New("api down") }),
+	)})
+	c := hooktest.MessageReceived("hi")
+	c.CorrelationID = "$evt"
+	if err := hooks.Emit(ctx, reg, hooks.MessageReceived, c); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{`"plugin":"geo"`, `"hook":"locate"`, `hook panicked: no gps`, `"stack":`, `"hook":"weather"`, `api down`, `"correlation_id":"$evt"`, `"event":"message:received"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,236 @@
+package hooktest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/hooks"
+)
+
+// Defaults used by the context builders.
+const (
+	Room      id.RoomID       = "!room:localhost"
+	Sender    id.UserID       = "@alice:localhost"
+	Agent     hooks.AgentName = "assistant"
+	EventID   id.EventID      = "$event:localhost"
+	SessionID                 = "!room:localhost/$event:localhost"
+)
+
+// Plugin returns a plugin named name with the given hooks, for Registry.
+func Plugin(name string, hs ...hooks.Hook) hooks.Plugin {
+	return hooks.Plugin{Name: name, Source: "test", Hooks: hs}
+}
+
+// Registry builds a registry from plugins (in config order) and fails the
+// test on a load error. Pass options to bind services or set limits.
+func Registry(t testing.TB, plugins []hooks.Plugin, opts ...hooks.Options) *hooks.Registry {
+	t.Helper()
+	var o hooks.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	reg, err := hooks.NewRegistry(plugins, o)
+	if err != nil {
+		t.Fatalf("hooktest: failed to build registry: %v", err)
+	}
+	return reg
+}
+
+// NewRegistry builds a registry holding hs as the hooks of one plugin
+// called "test".
+func NewRegistry(t testing.TB, hs ...hooks.Hook) *hooks.Registry {
+	t.Helper()
+	return Registry(t, []hooks.Plugin{Plugin("test", hs...)})
+}
+
+// Context returns a context whose zerolog logger writes to the test log.
+func Context(t testing.TB) context.Context {
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	return l.WithContext(context.Background())
+}
+
+// Emit runs ev's hooks on c in the event's mode, logging to the test log,
+// and fails the test if the emission itself failed.
+func Emit[T any, P hooks.ContextOf[T]](t testing.TB, reg *hooks.Registry, ev hooks.Event[T], c P) {
+	t.Helper()
+	if err := hooks.Emit(Context(t), reg, ev, c); err != nil {
+		t.Fatalf("hooktest: emit %s: %v", ev.Name(), err)
+	}
+}
+
+// Envelope returns an envelope for a message from Sender to Agent in Room
+// with body.
+func Envelope(body string) hooks.Envelope {
+	return hooks.Envelope{
+		SourceEventID: EventID, RoomID: Room, ResolvedThreadID: EventID, SessionID: SessionID,
+		RequesterID: Sender, SenderID: Sender, Body: body, AgentName: Agent, SourceKind: hooks.SourceMessage,
+	}
+}
+
+// MessageReceived returns a message:received context for body.
+func MessageReceived(body string) *hooks.MessageReceivedContext {
+	return &hooks.MessageReceivedContext{Envelope: Envelope(body)}
+}
+
+// MessageClaim returns a message:claim context for body.
+func MessageClaim(body string) *hooks.MessageClaimContext {
+	return &hooks.MessageClaimContext{Envelope: Envelope(body)}
+}
+
+// MessageEnrich returns a message:enrich context for body.
+func MessageEnrich(body string) *hooks.MessageEnrichContext {
+	return &hooks.MessageEnrichContext{Envelope: Envelope(body), TargetAgent: Agent}
+}
+
+// SystemEnrich returns a system:enrich context for body.
+func SystemEnrich(body string) *hooks.SystemEnrichContext {
+	return &hooks.SystemEnrichContext{Envelope: Envelope(body), TargetAgent: Agent}
+}
+
+// BeforeResponse returns a message:before_response context whose draft
+// reply is text.
+func BeforeResponse(text string) *hooks.BeforeResponseContext {
+	return &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{Text: text, Kind: hooks.ResponseAI, Envelope: Envelope("hello")}}
+}
+
+// FinalResponse returns a message:final_response_transform context whose
+// final text is text.
+func FinalResponse(text string) *hooks.FinalResponseContext {
+	return &hooks.FinalResponseContext{Draft: hooks.FinalDraft{Text: text, Kind: hooks.ResponseAI, Envelope: Envelope("hello")}}
+}
+
+// AfterResponse returns a message:after_response context for a reply text.
+func AfterResponse(text string) *hooks.AfterResponseContext {
+	return &hooks.AfterResponseContext{Result: hooks.ResponseResult{
+		Text: text, EventID: "$reply:localhost", DeliveryKind: hooks.DeliverySent, Kind: hooks.ResponseAI, Envelope: Envelope("hello"),
+	}}
+}
+
+// Cancelled returns a message:cancelled context with reason.
+func Cancelled(reason hooks.CancelReason) *hooks.CancelledContext {
+	return &hooks.CancelledContext{Info: hooks.CancelledInfo{Envelope: Envelope("hello"), Kind: hooks.ResponseAI, Reason: reason}}
+}
+
+// Lifecycle returns an agent:started / agent:stopped / bot:ready context
+// for Agent joined to Room.
+func Lifecycle() *hooks.AgentLifecycleContext {
+	return &hooks.AgentLifecycleContext{
+		Agent: Agent, EntityType: "agent", UserID: "@assistant:localhost",
+		Rooms: []string{string(Room)}, JoinedRooms: []id.RoomID{Room},
+	}
+}
+
+// ToolBeforeCall returns a tool:before_call context for tool with JSON args.
+func ToolBeforeCall(tool, args string) *hooks.ToolBeforeCallContext {
+	return &hooks.ToolBeforeCallContext{ToolCall: toolCall(tool, args)}
+}
+
+// ToolAfterCall returns a tool:after_call context for tool with JSON args
+// and its result.
+func ToolAfterCall(tool, args, result string) *hooks.ToolAfterCallContext {
+	return &hooks.ToolAfterCallContext{ToolCall: toolCall(tool, args), Result: result}
+}
+
+func toolCall(tool, args string) hooks.ToolCall {
+	if args == "" {
+		args = "{}"
+	}
+	return hooks.ToolCall{
+		Tool: tool, Arguments: json.RawMessage(args), Agent: Agent, RoomID: Room,
+		ThreadID: EventID, RequesterID: Sender, SessionID: SessionID,
+	}
+}
+
+// MemberJoined returns a room:member_joined context for user in Room.
+func MemberJoined(user id.UserID) *hooks.RoomMemberContext {
+	return &hooks.RoomMemberContext{RoomID: Room, EventID: "$join:localhost", UserID: user, SenderID: user, Membership: "join", PrevMembership: "invite"}
+}
+
+// Custom returns a custom-event context with payload marshalled to JSON.
+func Custom(payload any) *hooks.CustomEventContext {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		panic(fmt.Sprintf("hooktest: payload: %v", err))
+	}
+	return &hooks.CustomEventContext{Payload: raw, Agent: Agent, RoomID: Room, SenderID: Sender}
+}
+
+// Services is an in-memory stand-in for the host services, recording what
+// hooks asked for. Its zero value is ready to use; bind it with
+// hooks.Options{Services: s.Bind()}.
+type Services struct {
+	mu     sync.Mutex
+	sent   []hooks.HookMessage
+	state  map[id.RoomID]map[string]map[string]json.RawMessage
+	nextID int
+}
+
+var (
+	_ hooks.MessageSender = (*Services)(nil)
+	_ hooks.RoomState     = (*Services)(nil)
+)
+
+// Bind returns the hooks.Services backed by s.
+func (s *Services) Bind() hooks.Services { return hooks.Services{Sender: s, State: s} }
+
+// SendHookMessage records msg and returns a fresh event id.
+func (s *Services) SendHookMessage(_ context.Context, msg hooks.HookMessage) (id.EventID, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, msg)
+	s.nextID++
+	return id.EventID(fmt.Sprintf("$sent%d:localhost", s.nextID)), nil
+}
+
+// Sent returns the messages hooks sent so far.
+func (s *Services) Sent() []hooks.HookMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]hooks.HookMessage(nil), s.sent...)
+}
+
+// RoomStateEvent returns stored state or hooks.ErrNotFound.
+func (s *Services) RoomStateEvent(_ context.Context, room id.RoomID, eventType, stateKey string) (json.RawMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.state[room][eventType][stateKey]; ok {
+		return c, nil
+	}
+	return nil, hooks.ErrNotFound
+}
+
+// RoomStateEvents returns all stored state of a type.
+func (s *Services) RoomStateEvents(_ context.Context, room id.RoomID, eventType string) (map[string]json.RawMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.state[room][eventType]), nil
+}
+
+// PutRoomState stores content.
+func (s *Services) PutRoomState(_ context.Context, room id.RoomID, eventType, stateKey string, content any) (id.EventID, error) {
+	raw, err := json.Marshal(content)
+	if err != nil {
+		return "", fmt.Errorf("failed to marshal state content: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == nil {
+		s.state = map[id.RoomID]map[string]map[string]json.RawMessage{}
+	}
+	if s.state[room] == nil {
+		s.state[room] = map[string]map[string]json.RawMessage{}
+	}
+	if s.state[room][eventType] == nil {
+		s.state[room][eventType] = map[string]json.RawMessage{}
+	}
+	s.state[room][eventType][stateKey] = raw
+	s.nextID++
+	return id.EventID(fmt.Sprintf("$state%d:localhost", s.nextID)), nil
+}
