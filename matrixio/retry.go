@@ -64,7 +64,7 @@ func (r *retrier) do(ctx context.Context, op string, mode retryMode, fn func(con
 		if ctx.Err() != nil {
 			return err
 		}
-		wait, ok := r.retryDelay(err, backoff, mode)
+		wait, named, ok := r.retryDelay(err, backoff, mode)
 		if !ok || attempt >= r.policy.MaxAttempts {
 			return err
 		}
@@ -76,14 +76,17 @@ func (r *retrier) do(ctx context.Context, op string, mode retryMode, fn func(con
 		if serr := r.sleep(ctx, wait); serr != nil {
 			return serr
 		}
-		backoff = min(backoff*2, r.policy.MaxBackoff)
+		if !named {
+			backoff = min(backoff*2, r.policy.MaxBackoff)
+		}
 	}
 }
 
 // retryDelay classifies err. It returns how long to wait before the next
-// attempt and whether there should be one. backoff is the current
-// exponential wait, used when the server names no delay.
-func (r *retrier) retryDelay(err error, backoff time.Duration, mode retryMode) (time.Duration, bool) {
+// attempt, whether the server named that wait, and whether there should be
+// another attempt at all. backoff is the current exponential wait, used
+// when the server names no delay.
+func (r *retrier) retryDelay(err error, backoff time.Duration, mode retryMode) (wait time.Duration, named, ok bool) {
 	var httpErr mautrix.HTTPError
 	if errors.As(err, &httpErr) && httpErr.Response != nil {
 		status := httpErr.Response.StatusCode
@@ -91,23 +94,20 @@ func (r *retrier) retryDelay(err error, backoff time.Duration, mode retryMode) (
 		case status == http.StatusTooManyRequests || errors.Is(err, mautrix.MLimitExceeded):
 			wait, named := RetryAfter(err)
 			if !named {
-				return backoff, true
+				return backoff, false, true
 			}
-			if wait > r.policy.MaxRetryAfter {
-				return 0, false
-			}
-			return wait, true
+			return wait, true, wait <= r.policy.MaxRetryAfter
 		case status >= 500 && status != http.StatusNotImplemented && status != http.StatusHTTPVersionNotSupported:
-			return backoff, mode == retryTransient
+			return backoff, false, mode == retryTransient
 		default:
-			return 0, false
+			return 0, false, false
 		}
 	}
 	var urlErr *url.Error
 	if errors.As(err, &urlErr) {
-		return backoff, mode == retryTransient
+		return backoff, false, mode == retryTransient
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // RetryAfter reports how long the homeserver asked the client to wait before
