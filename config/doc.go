@@ -2,4 +2,18 @@
 // ${VAR} substitution, strict decoding with errors that name file:line and the
 // key path, validation, and the difference between two configurations (which
 // hot reload uses to decide what to restart).
+//
+// Load reads a file and returns a *Config that is decoded, defaulted and
+// validated, or an ErrorList with every problem found, each an *Error such as
+//
+//	config.yaml:12: plugins[0].settings.api_key: environment variable OPENWEATHER_API_KEY is not set
+//
+// Other packages point their own configuration problems at the file with
+// Config.Errorf. A *Config is treated as immutable once loaded: a reload loads
+// a new one and compares the two with Diff.
+//
+// Secrets (API keys, registration secrets and tokens, the database URI) have
+// the type Secret, which prints as "REDACTED"; Config.String, MarshalYAML and
+// MarshalJSON write the Redacted form, which also masks secret-looking plugin
+// settings.
 package config

@@ -1,0 +1,313 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"maunium.net/go/mautrix/id"
+)
+
+// Config is a decoded, defaulted and validated config.yaml. Load and Parse
+// return it; the running server treats it as immutable (a reload builds a new
+// one and compares the two with Diff).
+//
+// The zero value of every field is a sensible default; ApplyDefaults fills the
+// derived ones (data directory, database file, usernames, model references).
+type Config struct {
+	// DataDir holds the database, persisted credentials and plugin state
+	// (<data_dir>/plugins/<name>/). Default "./data"; a relative path is
+	// resolved against the directory of the config file.
+	DataDir string `yaml:"data_dir"`
+	// Database selects the SQL database.
+	Database Database `yaml:"database"`
+	// Log configures the process log.
+	Log Log `yaml:"log"`
+	// Matrix is how the server reaches its homeserver and which accounts it uses.
+	Matrix Matrix `yaml:"matrix"`
+	// Agents maps an agent name (^[a-z0-9_-]+$, "router" is reserved) to its definition.
+	Agents map[string]Agent `yaml:"agents"`
+	// Rooms maps a room key to a room the agents live in.
+	Rooms map[string]Room `yaml:"rooms"`
+	// Authorization decides who may talk to the agents.
+	Authorization Authorization `yaml:"authorization"`
+	// Models maps a model name (used by agents.*.model and router.model) to a
+	// model provider configuration.
+	Models map[string]Model `yaml:"models"`
+	// Router configures the router's own LLM use.
+	Router Router `yaml:"router"`
+	// Defaults applies to every agent.
+	Defaults Defaults `yaml:"defaults"`
+	// Plugins lists the plugins in order; the order breaks priority ties
+	// between hooks.
+	Plugins []PluginEntry `yaml:"plugins"`
+	// Hooks configures the hook engine.
+	Hooks HookEngine `yaml:"hooks"`
+
+	// Path is the absolute path of the config file ("" for a Config built in code).
+	Path string `yaml:"-"`
+	// Dir is the directory relative paths are resolved against: the config
+	// file's directory.
+	Dir string `yaml:"-"`
+
+	// file is the file name as given to Load/Parse, used in error messages.
+	file string
+	// lines maps a key path to the line of the key (or of the sequence item).
+	lines map[string]int
+	// fromEnv holds the key paths of values that came from ${VAR} substitution.
+	fromEnv map[string]bool
+}
+
+// DatabaseType names an SQL database engine.
+type DatabaseType string
+
+// The supported database engines.
+const (
+	DatabaseSQLite   DatabaseType = "sqlite"
+	DatabasePostgres DatabaseType = "postgres"
+)
+
+// Database selects the SQL database. The zero value is an SQLite file
+// <data_dir>/hookroom.db.
+type Database struct {
+	// Type is "sqlite" (default) or "postgres".
+	Type DatabaseType `yaml:"type"`
+	// URI is the SQLite file path (relative paths are resolved against the
+	// config directory; default <data_dir>/hookroom.db) or the PostgreSQL
+	// connection string (required for postgres). It may hold a password, so
+	// it is a Secret.
+	URI Secret `yaml:"uri"`
+}
+
+// Log configures the process log.
+type Log struct {
+	// Level is "debug", "info" (default), "warn" or "error".
+	Level string `yaml:"level"`
+	// Format is "console" (default, human-readable) or "json".
+	Format string `yaml:"format"`
+}
+
+// Matrix says how to reach the homeserver and which accounts to use.
+type Matrix struct {
+	// Homeserver is the client-server API base URL, e.g. "https://matrix.example.org". Required.
+	Homeserver string `yaml:"homeserver"`
+	// ServerName is the server part of user ids and aliases ("example.org").
+	// Optional: when empty the bot learns it from the homeserver at start-up.
+	ServerName string `yaml:"server_name"`
+	// Registration is how missing accounts are created. Both empty: accounts
+	// must already exist (their credentials persisted in the data directory).
+	Registration Registration `yaml:"registration"`
+	// Router is the router account.
+	Router RouterAccount `yaml:"router"`
+	// BotAccounts lists other bots' user ids; their membership events and
+	// messages are ignored.
+	BotAccounts []id.UserID `yaml:"bot_accounts"`
+	// SyncTimelineLimit is the timeline limit of the sync filter. Default 1000.
+	SyncTimelineLimit int `yaml:"sync_timeline_limit"`
+}
+
+// Registration creates missing accounts. At most one of the two may be set.
+type Registration struct {
+	// SharedSecret is the homeserver's registration shared secret
+	// (/_synapse/admin/v1/register; Synapse and Dendrite).
+	SharedSecret Secret `yaml:"shared_secret"`
+	// Token is a registration token (m.login.registration_token).
+	Token Secret `yaml:"token"`
+}
+
+// RouterAccount is the Matrix account of the router.
+type RouterAccount struct {
+	// Username is the router's localpart. Default "router".
+	Username string `yaml:"username"`
+	// DisplayName is the router's display name. Default "Router".
+	DisplayName string `yaml:"display_name"`
+}
+
+// Agent is one LLM-backed chat agent with its own Matrix account.
+type Agent struct {
+	// DisplayName is the account's display name. Default: the agent name.
+	DisplayName string `yaml:"display_name"`
+	// Username is the account's localpart. Default: the agent name.
+	Username string `yaml:"username"`
+	// Role is a one-line description (shown to the router and in !help).
+	Role string `yaml:"role"`
+	// Instructions are added to the agent's system prompt.
+	Instructions string `yaml:"instructions"`
+	// Model names an entry of models. Default: the model named "default",
+	// else the only model configured.
+	Model string `yaml:"model"`
+	// Rooms lists room keys (of rooms), room ids ("!…") or aliases ("#…:server")
+	// the agent joins and answers in.
+	Rooms []string `yaml:"rooms"`
+	// Tools names the tools the agent may call.
+	Tools []string `yaml:"tools"`
+	// Plugins is an allowlist of plugin names whose hooks run for this agent:
+	// nil (key absent) means every plugin, an empty list means none.
+	Plugins []string `yaml:"plugins"`
+}
+
+// Room is a room the agents live in, by key.
+type Room struct {
+	// Alias is a full alias ("#lobby:example.org") or its localpart ("lobby").
+	// Default: the room key, unless ID is set.
+	Alias string `yaml:"alias"`
+	// ID is the room id ("!…"), for rooms that already exist.
+	ID id.RoomID `yaml:"id"`
+	// Name is the room name used when the room is created.
+	Name string `yaml:"name"`
+	// Topic is the room topic used when the room is created.
+	Topic string `yaml:"topic"`
+}
+
+// FullAlias returns the room's alias with the server part: Alias itself when
+// it is already a full alias, otherwise #Alias:serverName. It returns "" when
+// the room has no alias, or only a localpart and serverName is "".
+func (r Room) FullAlias(serverName string) id.RoomAlias {
+	switch {
+	case strings.HasPrefix(r.Alias, "#"):
+		return id.RoomAlias(r.Alias)
+	case r.Alias == "" || serverName == "":
+		return ""
+	default:
+		return id.NewRoomAlias(r.Alias, serverName)
+	}
+}
+
+// Authorization decides who may talk to the agents.
+type Authorization struct {
+	// GlobalUsers may talk to agents in every room and run admin commands.
+	GlobalUsers []id.UserID `yaml:"global_users"`
+	// RoomPermissions maps a room key, room id or alias to the users allowed there.
+	RoomPermissions map[string][]id.UserID `yaml:"room_permissions"`
+	// DefaultRoomAccess lets everyone talk to agents in rooms that have no
+	// room_permissions entry. Default false.
+	DefaultRoomAccess bool `yaml:"default_room_access"`
+}
+
+// Provider names a model provider.
+type Provider string
+
+// The supported model providers.
+const (
+	// ProviderOpenAI is any OpenAI-compatible chat completions API.
+	ProviderOpenAI Provider = "openai"
+	// ProviderEcho answers by echoing, for offline demos and tests.
+	ProviderEcho Provider = "echo"
+)
+
+// Model is one model a provider serves.
+type Model struct {
+	// Provider is "openai" (default; any OpenAI-compatible API) or "echo".
+	Provider Provider `yaml:"provider"`
+	// BaseURL is the API base URL; empty means the provider's default.
+	BaseURL string `yaml:"base_url"`
+	// APIKey authenticates to the API; may be empty for local servers.
+	APIKey Secret `yaml:"api_key"`
+	// Model is the provider's model id ("gpt-4o-mini"). Required for openai.
+	Model string `yaml:"model"`
+	// ContextWindow is the model's context size in tokens; 0 means unknown.
+	ContextWindow int `yaml:"context_window"`
+}
+
+// Router configures the router's LLM use (picking a responder when several
+// agents could answer).
+type Router struct {
+	// Model names an entry of models. Default as for agents.
+	Model string `yaml:"model"`
+}
+
+// ThreadMode says where agents reply.
+type ThreadMode string
+
+// The thread modes.
+const (
+	// ThreadModeThread replies in a thread rooted at the message (default).
+	ThreadModeThread ThreadMode = "thread"
+	// ThreadModeRoom replies in the main timeline.
+	ThreadModeRoom ThreadMode = "room"
+)
+
+// Defaults apply to every agent.
+type Defaults struct {
+	// Streaming sends a placeholder and edits it while the model streams.
+	// Default true (nil means true).
+	Streaming *bool `yaml:"streaming"`
+	// ThreadMode is "thread" (default) or "room".
+	ThreadMode ThreadMode `yaml:"thread_mode"`
+}
+
+// StreamingEnabled reports whether replies stream (nil Streaming means yes).
+func (d Defaults) StreamingEnabled() bool { return d.Streaming == nil || *d.Streaming }
+
+// HookEngine configures the hook engine.
+type HookEngine struct {
+	// CollectorConcurrency bounds the hooks a collector emission runs at once. Default 64.
+	CollectorConcurrency int `yaml:"collector_concurrency"`
+	// MaxDepth bounds nested emissions along one causal chain. Default 3.
+	MaxDepth int `yaml:"max_depth"`
+}
+
+// AgentNames returns the agent names, sorted.
+func (c *Config) AgentNames() []string { return sortedKeys(c.Agents) }
+
+// RoomKeys returns the room keys, sorted.
+func (c *Config) RoomKeys() []string { return sortedKeys(c.Rooms) }
+
+// ResolvePath resolves p against the config directory: an absolute p is
+// returned cleaned, a relative one joined to Dir. Use it for plugin paths.
+func (c *Config) ResolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	dir := c.Dir
+	if dir == "" {
+		if abs, err := filepath.Abs("."); err == nil {
+			dir = abs
+		}
+	}
+	return filepath.Join(dir, p)
+}
+
+// PluginStateDir returns <data_dir>/plugins/<name>/, the state root of the
+// plugin with that name.
+func (c *Config) PluginStateDir(name string) string {
+	return filepath.Join(c.DataDir, "plugins", name)
+}
+
+// Line returns the line where the key at path (e.g. "agents.code.model") was
+// written, or the line of its nearest written ancestor, or 0. Other packages
+// use it to point their own configuration errors at the file.
+func (c *Config) Line(path string) int {
+	for path != "" {
+		if l, ok := c.lines[path]; ok {
+			return l
+		}
+		path = parentPath(path)
+	}
+	return 0
+}
+
+// Errorf builds an *Error for the key at path, with the file and line of this
+// configuration. Other packages use it for problems they find in their part
+// of the configuration (an unknown hook name in an override, a plugin whose
+// manifest is missing). Never pass secret values as arguments.
+func (c *Config) Errorf(path, format string, args ...any) *Error {
+	return &Error{File: c.fileName(), Line: c.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (c *Config) fileName() string {
+	if c.file != "" {
+		return c.file
+	}
+	return c.Path
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

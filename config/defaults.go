@@ -1,0 +1,153 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// Defaults of fields whose zero value means "use the default".
+const (
+	DefaultDataDir              = "./data"
+	DefaultDatabaseFile         = "hookroom.db"
+	DefaultLogLevel             = "info"
+	DefaultLogFormat            = "console"
+	DefaultRouterUsername       = "router"
+	DefaultRouterDisplayName    = "Router"
+	DefaultSyncTimelineLimit    = 1000
+	DefaultCollectorConcurrency = 64
+	DefaultMaxDepth             = 3
+	// DefaultModelName is the model agents and the router use when they name
+	// none and more than one model is configured.
+	DefaultModelName = "default"
+)
+
+// ApplyDefaults fills every field left at its zero value with its default and
+// resolves relative paths against Dir (the working directory when Dir is
+// empty). Parse and Load call it; call it yourself on a Config built in code
+// before Validate. It is idempotent.
+func (c *Config) ApplyDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	c.DataDir = c.ResolvePath(c.DataDir)
+
+	if c.Database.Type == "" {
+		c.Database.Type = DatabaseSQLite
+	}
+	if c.Database.Type == DatabaseSQLite {
+		uri := string(c.Database.URI)
+		switch {
+		case uri == "":
+			c.Database.URI = Secret(filepath.Join(c.DataDir, DefaultDatabaseFile))
+		case uri != ":memory:" && !strings.HasPrefix(uri, "file:"):
+			c.Database.URI = Secret(c.ResolvePath(uri))
+		}
+	}
+
+	if c.Log.Level == "" {
+		c.Log.Level = DefaultLogLevel
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = DefaultLogFormat
+	}
+
+	if c.Matrix.Router.Username == "" {
+		c.Matrix.Router.Username = DefaultRouterUsername
+	}
+	if c.Matrix.Router.DisplayName == "" {
+		c.Matrix.Router.DisplayName = DefaultRouterDisplayName
+	}
+	// Empty and absent lists and maps mean the same; keep one form so that
+	// Diff does not see a change between them.
+	c.Matrix.BotAccounts = nilIfEmpty(c.Matrix.BotAccounts)
+	c.Authorization.GlobalUsers = nilIfEmpty(c.Authorization.GlobalUsers)
+	if len(c.Authorization.RoomPermissions) == 0 {
+		c.Authorization.RoomPermissions = nil
+	}
+	if c.Matrix.SyncTimelineLimit == 0 {
+		c.Matrix.SyncTimelineLimit = DefaultSyncTimelineLimit
+	}
+
+	for name, m := range c.Models {
+		if m.Provider == "" {
+			m.Provider = ProviderOpenAI
+		}
+		c.Models[name] = m
+	}
+	defaultModel := c.defaultModel()
+	for name, a := range c.Agents {
+		if a.Username == "" {
+			a.Username = name
+		}
+		if a.DisplayName == "" {
+			a.DisplayName = name
+		}
+		if a.Model == "" {
+			a.Model = defaultModel
+		}
+		// An empty list and no list mean the same for rooms and tools (not
+		// for plugins, where an empty allowlist means none).
+		a.Rooms = nilIfEmpty(a.Rooms)
+		a.Tools = nilIfEmpty(a.Tools)
+		c.Agents[name] = a
+	}
+	if c.Router.Model == "" {
+		c.Router.Model = defaultModel
+	}
+
+	for key, r := range c.Rooms {
+		if r.Alias == "" && r.ID == "" {
+			r.Alias = key
+		}
+		c.Rooms[key] = r
+	}
+
+	if c.Defaults.Streaming == nil {
+		t := true
+		c.Defaults.Streaming = &t
+	}
+	if c.Defaults.ThreadMode == "" {
+		c.Defaults.ThreadMode = ThreadModeThread
+	}
+
+	for i := range c.Plugins {
+		p := &c.Plugins[i]
+		if p.Path != "" {
+			p.AbsPath = c.ResolvePath(p.Path)
+		}
+		if len(p.Settings) == 0 {
+			p.Settings = nil
+		}
+		if len(p.Hooks) == 0 {
+			p.Hooks = nil
+		}
+	}
+
+	if c.Hooks.CollectorConcurrency == 0 {
+		c.Hooks.CollectorConcurrency = DefaultCollectorConcurrency
+	}
+	if c.Hooks.MaxDepth == 0 {
+		c.Hooks.MaxDepth = DefaultMaxDepth
+	}
+}
+
+// defaultModel is the model used where none is named: the one called
+// "default", else the only one configured, else none.
+func (c *Config) defaultModel() string {
+	if _, ok := c.Models[DefaultModelName]; ok {
+		return DefaultModelName
+	}
+	if len(c.Models) == 1 {
+		for name := range c.Models {
+			return name
+		}
+	}
+	return ""
+}
+
+func nilIfEmpty[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

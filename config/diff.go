@@ -1,0 +1,160 @@
+package config
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Changes is what differs between two configurations, as Diff reports it.
+// Hot reload uses it to decide what to restart. Every list is sorted.
+type Changes struct {
+	// AgentsAdded, AgentsRemoved and AgentsChanged hold agent names. An agent
+	// is changed when any field of its entry differs (not when only the model
+	// it names changed: see Models).
+	AgentsAdded, AgentsRemoved, AgentsChanged []string
+	// RoomsAdded, RoomsRemoved and RoomsChanged hold room keys.
+	RoomsAdded, RoomsRemoved, RoomsChanged []string
+	// PluginsAdded, PluginsRemoved and PluginsChanged hold plugin identities
+	// (PluginEntry.Identity). A plugin is changed when its entry differs
+	// (settings, hook overrides, enabled).
+	PluginsAdded, PluginsRemoved, PluginsChanged []string
+	// PluginOrder is set when plugins present in both lists appear in a
+	// different order (which changes hook order on priority ties).
+	PluginOrder bool
+
+	// Matrix is set when anything under matrix changed.
+	Matrix bool
+	// Models is set when any model was added, removed or changed.
+	Models bool
+	// Authorization is set when anything under authorization changed.
+	Authorization bool
+	// Router is set when router (the router's model) changed.
+	Router bool
+	// Defaults is set when anything under defaults changed.
+	Defaults bool
+	// Hooks is set when the hook engine settings changed.
+	Hooks bool
+	// Storage is set when data_dir or database changed (these need a restart).
+	Storage bool
+	// Log is set when log changed.
+	Log bool
+}
+
+// Diff compares two configurations. A nil old configuration counts as empty
+// (everything in new is added), and likewise for a nil new one.
+func Diff(old, new *Config) Changes {
+	if old == nil {
+		old = &Config{}
+	}
+	if new == nil {
+		new = &Config{}
+	}
+	var ch Changes
+	ch.AgentsAdded, ch.AgentsRemoved, ch.AgentsChanged = diffMaps(old.Agents, new.Agents)
+	ch.RoomsAdded, ch.RoomsRemoved, ch.RoomsChanged = diffMaps(old.Rooms, new.Rooms)
+	ch.PluginsAdded, ch.PluginsRemoved, ch.PluginsChanged, ch.PluginOrder = diffPlugins(old.Plugins, new.Plugins)
+
+	a, r, c := diffMaps(old.Models, new.Models)
+	ch.Models = len(a)+len(r)+len(c) > 0
+	ch.Matrix = !reflect.DeepEqual(old.Matrix, new.Matrix)
+	ch.Authorization = !reflect.DeepEqual(old.Authorization, new.Authorization)
+	ch.Router = old.Router != new.Router
+	ch.Defaults = old.Defaults.StreamingEnabled() != new.Defaults.StreamingEnabled() ||
+		old.Defaults.ThreadMode != new.Defaults.ThreadMode
+	ch.Hooks = old.Hooks != new.Hooks
+	ch.Storage = old.DataDir != new.DataDir || old.Database != new.Database
+	ch.Log = old.Log != new.Log
+	return ch
+}
+
+func diffMaps[V any](old, new map[string]V) (added, removed, changed []string) {
+	for k, nv := range new {
+		ov, ok := old[k]
+		switch {
+		case !ok:
+			added = append(added, k)
+		case !reflect.DeepEqual(ov, nv):
+			changed = append(changed, k)
+		}
+	}
+	for k := range old {
+		if _, ok := new[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	slices.Sort(changed)
+	return added, removed, changed
+}
+
+func diffPlugins(old, new []PluginEntry) (added, removed, changed []string, reordered bool) {
+	index := func(list []PluginEntry) map[string]PluginEntry {
+		m := make(map[string]PluginEntry, len(list))
+		for _, p := range list {
+			m[p.Identity()] = p
+		}
+		return m
+	}
+	om, nm := index(old), index(new)
+	added, removed, changed = diffMaps(om, nm)
+
+	var oldOrder, newOrder []string
+	for _, p := range old {
+		if _, ok := nm[p.Identity()]; ok {
+			oldOrder = append(oldOrder, p.Identity())
+		}
+	}
+	for _, p := range new {
+		if _, ok := om[p.Identity()]; ok {
+			newOrder = append(newOrder, p.Identity())
+		}
+	}
+	return added, removed, changed, !slices.Equal(oldOrder, newOrder)
+}
+
+// IsEmpty reports whether the two configurations were equivalent.
+func (ch Changes) IsEmpty() bool {
+	return reflect.DeepEqual(ch, Changes{})
+}
+
+// String summarises the changes for a log line, e.g.
+// "agents +ops -old ~code; plugins ~builtin:audit; models".
+func (ch Changes) String() string {
+	var parts []string
+	list := func(name string, added, removed, changed []string) {
+		var items []string
+		for _, a := range added {
+			items = append(items, "+"+a)
+		}
+		for _, r := range removed {
+			items = append(items, "-"+r)
+		}
+		for _, c := range changed {
+			items = append(items, "~"+c)
+		}
+		if len(items) > 0 {
+			parts = append(parts, name+" "+strings.Join(items, " "))
+		}
+	}
+	list("agents", ch.AgentsAdded, ch.AgentsRemoved, ch.AgentsChanged)
+	list("rooms", ch.RoomsAdded, ch.RoomsRemoved, ch.RoomsChanged)
+	list("plugins", ch.PluginsAdded, ch.PluginsRemoved, ch.PluginsChanged)
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{
+		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.Models, "models"},
+		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
+		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"},
+	} {
+		if f.set {
+			parts = append(parts, f.name)
+		}
+	}
+	if len(parts) == 0 {
+		return "no changes"
+	}
+	return strings.Join(parts, "; ")
+}

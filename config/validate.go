@@ -1,0 +1,337 @@
+package config
+
+import (
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"maunium.net/go/mautrix/id"
+)
+
+// nameRE is the grammar of agent names, room keys and built-in plugin names.
+var nameRE = regexp.MustCompile(`^[a-z0-9_-]+$`)
+
+// ReservedAgentName may not be used as an agent name: it is the router's.
+const ReservedAgentName = "router"
+
+// Validate checks the configuration after ApplyDefaults and reports every
+// problem as an ErrorList sorted by line (nil when the configuration is
+// valid). Parse and Load call it. Messages never contain secret values.
+func (c *Config) Validate() error {
+	return c.validate().asError()
+}
+
+type validator struct {
+	c    *Config
+	errs ErrorList
+}
+
+func (v *validator) errorf(path, format string, args ...any) {
+	v.errs = append(v.errs, v.c.Errorf(path, format, args...))
+}
+
+func (c *Config) validate() ErrorList {
+	v := &validator{c: c}
+	v.storage()
+	v.matrix()
+	v.models()
+	v.rooms()
+	v.agents()
+	v.authorization()
+	v.plugins()
+	v.engine()
+	sortErrors(v.errs)
+	return v.errs
+}
+
+func (v *validator) storage() {
+	c := v.c
+	if c.DataDir == "" {
+		v.errorf("data_dir", "must not be empty")
+	}
+	switch c.Database.Type {
+	case DatabaseSQLite:
+		if c.Database.URI == "" {
+			v.errorf("database.uri", "must not be empty")
+		}
+	case DatabasePostgres:
+		if c.Database.URI == "" {
+			v.errorf("database.uri", "is required for postgres")
+		}
+	default:
+		v.errorf("database.type", "must be %q or %q, not %q", DatabaseSQLite, DatabasePostgres, c.Database.Type)
+	}
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", c.Log.Format, "console", "json")
+}
+
+func (v *validator) oneOf(path, val string, allowed ...string) {
+	if slices.Contains(allowed, val) {
+		return
+	}
+	quoted := make([]string, len(allowed))
+	for i, a := range allowed {
+		quoted[i] = strconv.Quote(a)
+	}
+	v.errorf(path, "must be one of %s, not %q", strings.Join(quoted, ", "), val)
+}
+
+func (v *validator) matrix() {
+	m := v.c.Matrix
+	if m.Homeserver == "" {
+		v.errorf("matrix.homeserver", "is required (the homeserver's client API URL, e.g. https://matrix.example.org)")
+	} else {
+		v.httpURL("matrix.homeserver", m.Homeserver)
+	}
+	if m.ServerName != "" && !id.ValidateServerName(m.ServerName) {
+		v.errorf("matrix.server_name", "%q is not a valid server name (e.g. example.org)", m.ServerName)
+	}
+	if m.Registration.SharedSecret != "" && m.Registration.Token != "" {
+		v.errorf("matrix.registration", "set at most one of shared_secret and token")
+	}
+	if err := id.ValidateUserLocalpart(m.Router.Username); err != nil {
+		v.errorf("matrix.router.username", "%q is not a valid Matrix localpart (allowed: a-z 0-9 . _ = - / +)", m.Router.Username)
+	}
+	v.userIDs("matrix.bot_accounts", m.BotAccounts)
+	if m.SyncTimelineLimit < 0 {
+		v.errorf("matrix.sync_timeline_limit", "must be positive, not %d", m.SyncTimelineLimit)
+	}
+}
+
+func (v *validator) httpURL(path, raw string) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		v.errorf(path, "is not a valid URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.errorf(path, "must be an http:// or https:// URL")
+	case u.Host == "":
+		v.errorf(path, "must include a host")
+	case u.User != nil:
+		v.errorf(path, "must not contain credentials")
+	}
+}
+
+func (v *validator) userIDs(path string, users []id.UserID) {
+	for i, u := range users {
+		if _, _, err := u.ParseAndValidateRelaxed(); err != nil {
+			v.errorf(joinIndex(path, i), "%q is not a valid Matrix user id (e.g. @alice:example.org)", u)
+		}
+	}
+}
+
+func (v *validator) models() {
+	for _, name := range sortedKeys(v.c.Models) {
+		m := v.c.Models[name]
+		p := joinKey("models", name)
+		switch m.Provider {
+		case ProviderOpenAI:
+			if m.Model == "" {
+				v.errorf(joinKey(p, "model"), "is required for provider %q (the provider's model id)", m.Provider)
+			}
+		case ProviderEcho:
+		default:
+			v.errorf(joinKey(p, "provider"), "must be %q or %q, not %q", ProviderOpenAI, ProviderEcho, m.Provider)
+		}
+		if m.BaseURL != "" {
+			v.httpURL(joinKey(p, "base_url"), m.BaseURL)
+		}
+		if m.ContextWindow < 0 {
+			v.errorf(joinKey(p, "context_window"), "must not be negative")
+		}
+	}
+	if r := v.c.Router.Model; r != "" {
+		if _, ok := v.c.Models[r]; !ok {
+			v.errorf("router.model", "unknown model %q%s", r, v.knownModels())
+		}
+	}
+	v.oneOf("defaults.thread_mode", string(v.c.Defaults.ThreadMode), string(ThreadModeThread), string(ThreadModeRoom))
+}
+
+func (v *validator) knownModels() string {
+	if len(v.c.Models) == 0 {
+		return " (no models are configured)"
+	}
+	return " (configured: " + strings.Join(sortedKeys(v.c.Models), ", ") + ")"
+}
+
+func (v *validator) rooms() {
+	ids := make(map[id.RoomID]string)
+	aliases := make(map[string]string)
+	for _, key := range sortedKeys(v.c.Rooms) {
+		r := v.c.Rooms[key]
+		p := joinKey("rooms", key)
+		if !nameRE.MatchString(key) {
+			v.errorf(p, "room key %q must match %s", key, nameRE)
+		}
+		if r.ID != "" {
+			if !strings.HasPrefix(string(r.ID), "!") || len(r.ID) < 2 {
+				v.errorf(joinKey(p, "id"), "%q is not a room id (it starts with !)", r.ID)
+			} else if other, dup := ids[r.ID]; dup {
+				v.errorf(joinKey(p, "id"), "room id also used by rooms.%s", other)
+			} else {
+				ids[r.ID] = key
+			}
+		}
+		if r.Alias != "" {
+			if !validAlias(r.Alias) {
+				v.errorf(joinKey(p, "alias"), "%q is not a room alias (#name:server) or alias localpart (name)", r.Alias)
+			} else if other, dup := aliases[r.Alias]; dup {
+				v.errorf(joinKey(p, "alias"), "alias also used by rooms.%s", other)
+			} else {
+				aliases[r.Alias] = key
+			}
+		}
+	}
+}
+
+// validAlias accepts "#local:server" or a bare localpart.
+func validAlias(a string) bool {
+	if a == "" || strings.ContainsAny(a, " \t\r\n") {
+		return false
+	}
+	if rest, full := strings.CutPrefix(a, "#"); full {
+		local, server, ok := strings.Cut(rest, ":")
+		return ok && local != "" && id.ValidateServerName(server)
+	}
+	return !strings.ContainsAny(a, "#:")
+}
+
+// roomRef reports whether ref names a room: a key of rooms, a room id or a
+// full alias.
+func (v *validator) roomRef(ref string) bool {
+	if _, ok := v.c.Rooms[ref]; ok {
+		return true
+	}
+	switch {
+	case strings.HasPrefix(ref, "!"):
+		return len(ref) > 1
+	case strings.HasPrefix(ref, "#"):
+		return validAlias(ref)
+	}
+	return false
+}
+
+func (v *validator) agents() {
+	c := v.c
+	usernames := map[string]string{c.Matrix.Router.Username: "matrix.router.username"}
+	for _, name := range sortedKeys(c.Agents) {
+		a := c.Agents[name]
+		p := joinKey("agents", name)
+		badName := true
+		switch {
+		case !nameRE.MatchString(name):
+			v.errorf(p, "agent name %q must match %s", name, nameRE)
+		case name == ReservedAgentName:
+			v.errorf(p, "agent name %q is reserved for the router", name)
+		default:
+			badName = false
+		}
+		// A username defaulted from a bad agent name is reported once, above.
+		if !badName || a.Username != name {
+			v.username(joinKey(p, "username"), a.Username, p, usernames)
+		}
+		switch {
+		case a.Model == "" && len(c.Models) == 0:
+			v.errorf(p, "has no model: configure one under models")
+		case a.Model == "":
+			v.errorf(p, "has no model: set model or define a model named %q", DefaultModelName)
+		default:
+			if _, ok := c.Models[a.Model]; !ok {
+				v.errorf(joinKey(p, "model"), "unknown model %q%s", a.Model, v.knownModels())
+			}
+		}
+		for i, r := range a.Rooms {
+			if !v.roomRef(r) {
+				v.errorf(joinIndex(joinKey(p, "rooms"), i), "unknown room %q: not a key of rooms, a room id (!…) or an alias (#…:server)", r)
+			}
+		}
+		v.names(joinKey(p, "rooms"), a.Rooms)
+		v.names(joinKey(p, "tools"), a.Tools)
+		v.names(joinKey(p, "plugins"), a.Plugins)
+	}
+}
+
+// username checks an agent's localpart and that no other account uses it.
+func (v *validator) username(path, username, owner string, used map[string]string) {
+	if err := id.ValidateUserLocalpart(username); err != nil {
+		v.errorf(path, "%q is not a valid Matrix localpart (allowed: a-z 0-9 . _ = - / +)", username)
+	} else if other, dup := used[username]; dup {
+		v.errorf(path, "username %q is also used by %s", username, other)
+	} else {
+		used[username] = owner
+	}
+}
+
+// names checks a list of names for empty and duplicate entries.
+func (v *validator) names(path string, list []string) {
+	seen := make(map[string]int)
+	for i, n := range list {
+		ip := joinIndex(path, i)
+		if n == "" {
+			v.errorf(ip, "must not be empty")
+		} else if first, dup := seen[n]; dup {
+			v.errorf(ip, "%q is listed twice (also %s)", n, joinIndex(path, first))
+		} else {
+			seen[n] = i
+		}
+	}
+}
+
+func (v *validator) authorization() {
+	a := v.c.Authorization
+	v.userIDs("authorization.global_users", a.GlobalUsers)
+	for _, key := range sortedKeys(a.RoomPermissions) {
+		p := joinKey("authorization.room_permissions", key)
+		if !v.roomRef(key) {
+			v.errorf(p, "unknown room %q: not a key of rooms, a room id (!…) or an alias (#…:server)", key)
+		}
+		v.userIDs(p, a.RoomPermissions[key])
+	}
+}
+
+func (v *validator) plugins() {
+	seen := make(map[string]int)
+	for i, e := range v.c.Plugins {
+		p := joinIndex("plugins", i)
+		switch {
+		case e.Path != "" && e.Builtin != "":
+			v.errorf(p, "set either path or builtin, not both")
+		case e.Path == "" && e.Builtin == "":
+			v.errorf(p, "set path (a plugin directory) or builtin (a compiled-in plugin)")
+		case e.Builtin != "" && !nameRE.MatchString(e.Builtin):
+			v.errorf(joinKey(p, "builtin"), "built-in plugin name %q must match %s", e.Builtin, nameRE)
+		default:
+			if first, dup := seen[e.Identity()]; dup {
+				v.errorf(p, "the same plugin is listed twice (also plugins[%d])", first)
+			} else {
+				seen[e.Identity()] = i
+			}
+		}
+		for _, hook := range sortedKeys(e.Hooks) {
+			h := e.Hooks[hook]
+			hp := joinKey(joinKey(p, "hooks"), hook)
+			if hook == "" {
+				v.errorf(hp, "hook name must not be empty")
+			}
+			if h.TimeoutMS != nil && *h.TimeoutMS <= 0 {
+				v.errorf(joinKey(hp, "timeout_ms"), "must be positive, not %d", *h.TimeoutMS)
+			}
+			if h.FailurePolicy != nil && *h.FailurePolicy != FailOpen && *h.FailurePolicy != FailClosed {
+				v.errorf(joinKey(hp, "failure_policy"), "must be %q or %q, not %q", FailOpen, FailClosed, *h.FailurePolicy)
+			}
+		}
+	}
+}
+
+func (v *validator) engine() {
+	h := v.c.Hooks
+	if h.CollectorConcurrency < 1 {
+		v.errorf("hooks.collector_concurrency", "must be at least 1, not %d", h.CollectorConcurrency)
+	}
+	if h.MaxDepth < 1 {
+		v.errorf("hooks.max_depth", "must be at least 1, not %d", h.MaxDepth)
+	}
+}

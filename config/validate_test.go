@@ -1,0 +1,170 @@
+package config_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/hookroom/hookroom/config"
+)
+
+func TestValidation(t *testing.T) {
+	const models = "models:\n  m: {provider: echo}\n"
+	tests := []struct {
+		name string
+		yaml string // appended to minimal
+		want []string
+	}{{
+		name: "valid: negative priority is allowed",
+		yaml: "plugins:\n  - path: ./p\n    hooks:\n      h: {priority: -100}\n",
+	}, {
+		name: "valid: agent allowlist may be empty",
+		yaml: models + "agents:\n  a: {plugins: []}\n",
+	}, {
+		name: "bad agent name",
+		yaml: models + "agents:\n  Code: {}\n",
+		want: []string{`config.yaml:6: agents.Code: agent name "Code" must match ^[a-z0-9_-]+$`},
+	}, {
+		name: "router is reserved",
+		yaml: models + "agents:\n  router: {}\n",
+		want: []string{`config.yaml:6: agents.router: agent name "router" is reserved for the router`},
+	}, {
+		name: "agent username taken by the router",
+		yaml: models + "agents:\n  a:\n    username: router\n",
+		want: []string{`config.yaml:7: agents.a.username: username "router" is also used by matrix.router.username`},
+	}, {
+		name: "unknown model reference",
+		yaml: models + "agents:\n  a:\n    model: gpt\n",
+		want: []string{`config.yaml:7: agents.a.model: unknown model "gpt" (configured: m)`},
+	}, {
+		name: "unknown router model",
+		yaml: "router:\n  model: gpt\n",
+		want: []string{`config.yaml:4: router.model: unknown model "gpt" (no models are configured)`},
+	}, {
+		name: "agent without any model",
+		yaml: "agents:\n  a: {}\n",
+		want: []string{`config.yaml:4: agents.a: has no model: configure one under models`},
+	}, {
+		name: "agent with several models and no default",
+		yaml: "models:\n  x: {provider: echo}\n  y: {provider: echo}\nagents:\n  a: {}\n",
+		want: []string{`config.yaml:7: agents.a: has no model: set model or define a model named "default"`},
+	}, {
+		name: "both path and builtin",
+		yaml: "plugins:\n  - path: ./p\n    builtin: p\n",
+		want: []string{`config.yaml:4: plugins[0]: set either path or builtin, not both`},
+	}, {
+		name: "neither path nor builtin",
+		yaml: "plugins:\n  - settings: {a: 1}\n",
+		want: []string{`config.yaml:4: plugins[0]: set path (a plugin directory) or builtin (a compiled-in plugin)`},
+	}, {
+		name: "bad failure policy",
+		yaml: "plugins:\n  - builtin: p\n    hooks:\n      h: {failure_policy: fail}\n",
+		want: []string{`config.yaml:6: plugins[0].hooks.h.failure_policy: must be "open" or "closed", not "fail"`},
+	}, {
+		name: "zero timeout",
+		yaml: "plugins:\n  - builtin: p\n    hooks:\n      h:\n        timeout_ms: 0\n",
+		want: []string{`config.yaml:7: plugins[0].hooks.h.timeout_ms: must be positive, not 0`},
+	}, {
+		name: "negative timeout",
+		yaml: "plugins:\n  - builtin: p\n    hooks:\n      h:\n        timeout_ms: -1\n",
+		want: []string{`config.yaml:7: plugins[0].hooks.h.timeout_ms: must be positive, not -1`},
+	}, {
+		name: "duplicate builtin",
+		yaml: "plugins:\n  - builtin: p\n  - builtin: p\n",
+		want: []string{`config.yaml:5: plugins[1]: the same plugin is listed twice (also plugins[0])`},
+	}, {
+		name: "same directory written two ways",
+		yaml: "plugins:\n  - ./p\n  - p/\n",
+		want: []string{`config.yaml:5: plugins[1]: the same plugin is listed twice (also plugins[0])`},
+	}, {
+		name: "registration shared secret and token",
+		yaml: "  registration:\n    shared_secret: a\n    token: b\n",
+		want: []string{`config.yaml:3: matrix.registration: set at most one of shared_secret and token`},
+	}, {
+		name: "postgres needs a uri",
+		yaml: "database:\n  type: postgres\n",
+		want: []string{`config.yaml:3: database.uri: is required for postgres`},
+	}, {
+		name: "unknown room in agent",
+		yaml: models + "agents:\n  a:\n    rooms: [lobby]\n",
+		want: []string{`config.yaml:7: agents.a.rooms[0]: unknown room "lobby": not a key of rooms, a room id (!…) or an alias (#…:server)`},
+	}, {
+		name: "room ids and aliases need no rooms entry",
+		yaml: models + "agents:\n  a:\n    rooms: [\"!abc\", \"#x:example.org\"]\n",
+	}, {
+		name: "bad user id in room permissions",
+		yaml: "authorization:\n  room_permissions:\n    \"!abc:example.org\": [bob]\n",
+		want: []string{`config.yaml:5: authorization.room_permissions["!abc:example.org"][0]: "bob" is not a valid Matrix user id (e.g. @alice:example.org)`},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := minimal + tt.yaml
+			if tt.want == nil {
+				mustParse(t, src, nil)
+				return
+			}
+			if got := parseErrors(t, src, nil); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("errors:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// All problems are reported at once, sorted by line, and each is a *config.Error.
+func TestErrorsSortedAndTyped(t *testing.T) {
+	src := `hooks:
+  max_depth: -1
+matrix:
+  homeserver: http://localhost:8008
+  bogus: 1
+plugins:
+  - builtin: x
+    hooks:
+      h: {timeout_ms: 0}
+agents:
+  Bad: {}
+`
+	_, err := config.Parse([]byte(src), "config.yaml", fakeEnv(nil))
+	var list config.ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("errors.As(ErrorList) failed: %v", err)
+	}
+	want := []config.Error{
+		{File: "config.yaml", Line: 2, Path: "hooks.max_depth", Msg: "must be at least 1, not -1"},
+		{File: "config.yaml", Line: 5, Path: "matrix.bogus", Msg: "unknown key (known keys: bot_accounts, homeserver, registration, router, server_name, sync_timeline_limit)"},
+		{File: "config.yaml", Line: 9, Path: "plugins[0].hooks.h.timeout_ms", Msg: "must be positive, not 0"},
+		{File: "config.yaml", Line: 11, Path: "agents.Bad", Msg: `agent name "Bad" must match ^[a-z0-9_-]+$`},
+		{File: "config.yaml", Line: 11, Path: "agents.Bad", Msg: "has no model: configure one under models"},
+	}
+	if len(list) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(list), len(want), err)
+	}
+	for i := range want {
+		if *list[i] != want[i] {
+			t.Errorf("error %d = %+v, want %+v", i, *list[i], want[i])
+		}
+	}
+	var one *config.Error
+	if !errors.As(err, &one) || one != list[0] {
+		t.Errorf("errors.As(*Error) = %v, want the first error", one)
+	}
+}
+
+// Validate works on a Config built in code: no file, no lines.
+func TestValidateInCode(t *testing.T) {
+	c := &config.Config{Agents: map[string]config.Agent{"a": {Model: "nope"}}}
+	c.ApplyDefaults()
+	err := c.Validate()
+	// Without lines, errors are sorted by key path.
+	want := `agents.a.model: unknown model "nope" (no models are configured)` + "\n" +
+		"matrix.homeserver: is required (the homeserver's client API URL, e.g. https://matrix.example.org)"
+	if err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v\nwant %s", err, want)
+	}
+
+	c.Matrix.Homeserver = "https://matrix.example.org"
+	c.Models = map[string]config.Model{"nope": {Provider: config.ProviderEcho}}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate() = %v, want nil", err)
+	}
+}
