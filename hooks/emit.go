@@ -279,6 +279,7 @@ func (s *serialRun[T, P]) failClosed(h *registered, why string) bool {
 }
 
 func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
+	st, stops := any(P(&s.current)).(stopper)
 	// One clock reading per hook: the end of one hook is the start of the
 	// next (what runs in between is counted with the next hook).
 	now := time.Now()
@@ -314,7 +315,7 @@ func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
 			continue
 		}
 		P(&s.current).merge(cp)
-		if st, ok := any(P(&s.current)).(stopper); ok && st.stopped() {
+		if stops && st.stopped() {
 			break
 		}
 	}
