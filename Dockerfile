@@ -1,0 +1,21 @@
+# hookroom: a static binary in a minimal image.
+#
+#   docker build -t hookroom .
+#   docker run -v $PWD/config.yaml:/etc/hookroom/config.yaml -v hookroom-data:/var/lib/hookroom hookroom
+#
+# The build stage mirrors what CI does: CGO_ENABLED=0 (SQLite is the pure-Go
+# modernc.org/sqlite), pinned modules from go.sum, trimmed paths.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+ENV CGO_ENABLED=0 GOTOOLCHAIN=local
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN go build -trimpath -ldflags="-s -w" -o /out/hookroom ./cmd/hookroom
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/hookroom /usr/local/bin/hookroom
+VOLUME ["/var/lib/hookroom"]
+WORKDIR /var/lib/hookroom
+ENTRYPOINT ["/usr/local/bin/hookroom"]
+CMD ["run", "--config", "/etc/hookroom/config.yaml"]
