@@ -199,8 +199,9 @@ type RoomSpec struct {
 	Topic string
 }
 
-// ErrForeignAlias is returned by EnsureRoom for a missing alias on another
-// server, which hookroom cannot create.
+// ErrForeignAlias is returned by EnsureRoom for an alias on another server
+// that does not resolve: hookroom can only create aliases on its own
+// homeserver.
 var ErrForeignAlias = errors.New("room alias is not on this homeserver")
 
 // EnsureRoom makes sure the room spec names exists and that this account
@@ -221,12 +222,17 @@ func (a *Account) EnsureRoom(ctx context.Context, spec RoomSpec, members []*Acco
 		}
 		var err error
 		roomID, err = a.ResolveAlias(ctx, spec.Alias)
-		if errors.Is(err, ErrNotFound) {
-			roomID, err = a.createForAlias(ctx, spec, members)
-			created = err == nil
-		}
 		if err != nil {
-			return "", err
+			if _, server, ok := parseAlias(spec.Alias); !ok || server != a.m.cfg.ServerName {
+				return "", fmt.Errorf("failed to ensure room %s: %w: %w", spec.Alias, ErrForeignAlias, err)
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return "", err
+			}
+			if roomID, err = a.createForAlias(ctx, spec, members); err != nil {
+				return "", err
+			}
+			created = true
 		}
 	}
 	if !created {
