@@ -112,9 +112,11 @@ func (m *Manager) Close() {
 }
 
 // EnsureAccount makes spec's account usable and returns it. It is called at
-// start-up (and on reload) for the router and every agent, and may be
-// called again for the same spec: the second call returns the same
-// *Account.
+// start-up (and on reload) for the router and every agent. Calling it
+// again for the same spec returns the same *Account after checking its
+// token again; that is also how to recover after Run returned an error
+// wrapping mautrix.MUnknownToken (the token was revoked): the account logs
+// in anew, on the same device, and Run can be started again.
 //
 // In order, it: reuses the stored access token if whoami still accepts it;
 // else logs in with the configured or stored password, asking for the
@@ -134,17 +136,23 @@ func (m *Manager) EnsureAccount(ctx context.Context, spec AccountSpec) (*Account
 	log := zerolog.Ctx(ctx).With().Stringer("user_id", userID).Logger()
 	ctx = log.WithContext(ctx)
 
+	// Always log in on a fresh client (the fast path is one whoami with
+	// the stored token) and swap it in, so a revoked token is replaced
+	// without racing requests in flight on the old client.
+	cli, err := m.newClient(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.login(ctx, cli, spec); err != nil {
+		return nil, err
+	}
 	acct := m.Account(userID)
 	if acct == nil {
-		cli, err := m.newClient(ctx, userID)
-		if err != nil {
-			return nil, err
-		}
-		acct = &Account{m: m, client: cli, userID: userID, seen: newRecentSet(recentEventsRemembered)}
-		if err := m.login(ctx, acct, spec); err != nil {
-			return nil, err
-		}
+		acct = &Account{m: m, userID: userID, seen: newRecentSet(recentEventsRemembered)}
 	}
+	acct.mu.Lock()
+	acct.client = cli
+	acct.mu.Unlock()
 	if err := acct.ensureDisplayName(ctx, spec.DisplayName); err != nil {
 		return nil, err
 	}
@@ -166,24 +174,24 @@ func (m *Manager) newClient(ctx context.Context, userID id.UserID) (*mautrix.Cli
 	return cli, nil
 }
 
-// login gives acct a working access token, following EnsureAccount's order.
-func (m *Manager) login(ctx context.Context, acct *Account, spec AccountSpec) error {
+// login gives cli (a fresh client for one user) a working access token, following EnsureAccount's order.
+func (m *Manager) login(ctx context.Context, cli *mautrix.Client, spec AccountSpec) error {
 	log := zerolog.Ctx(ctx)
-	creds, err := m.store.loadCredentials(ctx, acct.userID)
+	creds, err := m.store.loadCredentials(ctx, cli.UserID)
 	if err != nil {
 		return err
 	}
 	if creds == nil {
-		creds = &credentials{UserID: acct.userID}
+		creds = &credentials{UserID: cli.UserID}
 	}
 
 	// 1. The stored access token.
 	if creds.AccessToken != "" {
-		ok, err := m.checkToken(ctx, acct, creds)
+		ok, err := m.checkToken(ctx, cli, creds)
 		if err != nil {
 			return err
 		} else if ok {
-			log.Debug().Stringer("device_id", acct.deviceID).Msg("Reusing stored access token")
+			log.Debug().Stringer("device_id", cli.DeviceID).Msg("Reusing stored access token")
 			return nil
 		}
 		log.Info().Msg("Stored access token is no longer valid, logging in again")
@@ -197,15 +205,15 @@ func (m *Manager) login(ctx context.Context, acct *Account, spec AccountSpec) er
 	}
 	var loginErr error
 	if password != "" {
-		loginErr = m.passwordLogin(ctx, acct, creds, password)
+		loginErr = m.passwordLogin(ctx, cli, creds, password)
 		if loginErr == nil {
 			return nil
 		}
 		if !errors.Is(loginErr, mautrix.MForbidden) {
-			return fmt.Errorf("failed to log in as %s: %w", acct.userID, loginErr)
+			return fmt.Errorf("failed to log in as %s: %w", cli.UserID, loginErr)
 		}
 		if spec.Password != "" {
-			return fmt.Errorf("failed to log in as %s with the configured password: %w", acct.userID, loginErr)
+			return fmt.Errorf("failed to log in as %s with the configured password: %w", cli.UserID, loginErr)
 		}
 		// A generated password was refused: the account may never have been
 		// created (a crash between storing the password and registering).
@@ -214,9 +222,9 @@ func (m *Manager) login(ctx context.Context, acct *Account, spec AccountSpec) er
 	// 3. Create the account.
 	if m.cfg.Registration.SharedSecret == "" && m.cfg.Registration.Token == "" {
 		if loginErr != nil {
-			return fmt.Errorf("failed to log in as %s (%w): %w", acct.userID, ErrNoRegistration, loginErr)
+			return fmt.Errorf("failed to log in as %s (%w): %w", cli.UserID, ErrNoRegistration, loginErr)
 		}
-		return fmt.Errorf("failed to set up %s: %w", acct.userID, ErrNoRegistration)
+		return fmt.Errorf("failed to set up %s: %w", cli.UserID, ErrNoRegistration)
 	}
 	if creds.Password == "" {
 		if creds.Password, err = generatePassword(); err != nil {
@@ -228,46 +236,46 @@ func (m *Manager) login(ctx context.Context, acct *Account, spec AccountSpec) er
 			return err
 		}
 	}
-	regErr := m.register(ctx, acct, creds.Password)
+	regErr := m.register(ctx, cli, creds.Password)
 	if errors.Is(regErr, mautrix.MUserInUse) {
 		if loginErr == nil {
 			// The registration may have been applied by an earlier attempt
 			// whose response was lost; our password then works.
-			if err := m.passwordLogin(ctx, acct, creds, creds.Password); err == nil {
+			if err := m.passwordLogin(ctx, cli, creds, creds.Password); err == nil {
 				creds.Registered = true
 				return m.store.saveCredentials(ctx, creds)
 			}
 		}
-		return fmt.Errorf("failed to set up %s: %w", acct.userID, ErrAccountTaken)
+		return fmt.Errorf("failed to set up %s: %w", cli.UserID, ErrAccountTaken)
 	} else if regErr != nil {
-		return fmt.Errorf("failed to register %s: %w", acct.userID, regErr)
+		return fmt.Errorf("failed to register %s: %w", cli.UserID, regErr)
 	}
 	log.Info().Str("method", m.cfg.Registration.String()).Msg("Registered account")
 	creds.Registered = true
-	if err := m.passwordLogin(ctx, acct, creds, creds.Password); err != nil {
-		return fmt.Errorf("failed to log in as %s after registering: %w", acct.userID, err)
+	if err := m.passwordLogin(ctx, cli, creds, creds.Password); err != nil {
+		return fmt.Errorf("failed to log in as %s after registering: %w", cli.UserID, err)
 	}
 	return nil
 }
 
 // checkToken reports whether creds' access token still works, and adopts it
-// into acct if so.
-func (m *Manager) checkToken(ctx context.Context, acct *Account, creds *credentials) (bool, error) {
-	acct.client.AccessToken = creds.AccessToken
-	acct.client.DeviceID = creds.DeviceID
+// into cli if so.
+func (m *Manager) checkToken(ctx context.Context, cli *mautrix.Client, creds *credentials) (bool, error) {
+	cli.AccessToken = creds.AccessToken
+	cli.DeviceID = creds.DeviceID
 	var resp *mautrix.RespWhoami
 	err := m.retry.do(ctx, "whoami", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = acct.client.Whoami(ctx)
+		resp, err = cli.Whoami(ctx)
 		return err
 	})
 	if errors.Is(err, mautrix.MUnknownToken) || errors.Is(err, mautrix.MMissingToken) {
-		acct.client.AccessToken = ""
+		cli.AccessToken = ""
 		return false, nil
 	} else if err != nil {
-		return false, fmt.Errorf("failed to check stored access token of %s: %w", acct.userID, err)
+		return false, fmt.Errorf("failed to check stored access token of %s: %w", cli.UserID, err)
 	}
-	if resp.UserID != acct.userID {
-		return false, fmt.Errorf("stored access token of %s belongs to %s", acct.userID, resp.UserID)
+	if resp.UserID != cli.UserID {
+		return false, fmt.Errorf("stored access token of %s belongs to %s", cli.UserID, resp.UserID)
 	}
 	if resp.DeviceID != "" && resp.DeviceID != creds.DeviceID {
 		creds.DeviceID = resp.DeviceID
@@ -275,21 +283,20 @@ func (m *Manager) checkToken(ctx context.Context, acct *Account, creds *credenti
 			return false, err
 		}
 	}
-	acct.client.DeviceID = creds.DeviceID
-	acct.deviceID = creds.DeviceID
+	cli.DeviceID = creds.DeviceID
 	return true, nil
 }
 
 // passwordLogin logs in on creds.DeviceID (a new device if empty) and
 // stores the resulting token and device id.
-func (m *Manager) passwordLogin(ctx context.Context, acct *Account, creds *credentials, password string) error {
+func (m *Manager) passwordLogin(ctx context.Context, cli *mautrix.Client, creds *credentials, password string) error {
 	var resp *mautrix.RespLogin
 	err := m.retry.do(ctx, "login", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = acct.client.Login(ctx, &mautrix.ReqLogin{
+		resp, err = cli.Login(ctx, &mautrix.ReqLogin{
 			Type: mautrix.AuthTypePassword,
 			Identifier: mautrix.UserIdentifier{
 				Type: mautrix.IdentifierTypeUser,
-				User: acct.userID.String(),
+				User: cli.UserID.String(),
 			},
 			Password:                 password,
 			DeviceID:                 creds.DeviceID,
@@ -300,8 +307,8 @@ func (m *Manager) passwordLogin(ctx context.Context, acct *Account, creds *crede
 	if err != nil {
 		return err
 	}
-	if resp.UserID != "" && resp.UserID != acct.userID {
-		return fmt.Errorf("logged in as %s instead of %s", resp.UserID, acct.userID)
+	if resp.UserID != "" && resp.UserID != cli.UserID {
+		return fmt.Errorf("logged in as %s instead of %s", resp.UserID, cli.UserID)
 	}
 	if creds.DeviceID != "" && resp.DeviceID != creds.DeviceID {
 		zerolog.Ctx(ctx).Warn().
@@ -314,30 +321,29 @@ func (m *Manager) passwordLogin(ctx context.Context, acct *Account, creds *crede
 	if err := m.store.saveCredentials(ctx, creds); err != nil {
 		return err
 	}
-	acct.client.AccessToken = resp.AccessToken
-	acct.client.DeviceID = resp.DeviceID
-	acct.deviceID = resp.DeviceID
+	cli.AccessToken = resp.AccessToken
+	cli.DeviceID = resp.DeviceID
 	zerolog.Ctx(ctx).Info().Stringer("device_id", resp.DeviceID).Msg("Logged in")
 	return nil
 }
 
-// register creates acct's account with the configured method. It does not
+// register creates cli's account with the configured method. It does not
 // log in: the caller logs in with the password afterwards, so every account
 // gets a device named Config.DeviceDisplayName.
-func (m *Manager) register(ctx context.Context, acct *Account, password string) error {
-	localpart := acct.userID.Localpart()
+func (m *Manager) register(ctx context.Context, cli *mautrix.Client, password string) error {
+	localpart := cli.UserID.Localpart()
 	if secret := m.cfg.Registration.SharedSecret; secret != "" {
-		return m.sharedSecretRegister(ctx, acct, localpart, password, secret)
+		return m.sharedSecretRegister(ctx, cli, localpart, password, secret)
 	}
-	return m.tokenRegister(ctx, acct, localpart, password, m.cfg.Registration.Token)
+	return m.tokenRegister(ctx, cli, localpart, password, m.cfg.Registration.Token)
 }
 
 // sharedSecretRegister uses /_synapse/admin/v1/register. mautrix's
 // synapseadmin.Client.SharedSecretRegister would log the request body (the
 // password) at debug level, so the signed request is sent here with the
 // body marked sensitive.
-func (m *Manager) sharedSecretRegister(ctx context.Context, acct *Account, localpart, password, secret string) error {
-	admin := synapseadmin.Client{Client: acct.client}
+func (m *Manager) sharedSecretRegister(ctx context.Context, cli *mautrix.Client, localpart, password, secret string) error {
+	admin := synapseadmin.Client{Client: cli}
 	var resp mautrix.RespRegister
 	err := m.retry.do(ctx, "shared-secret registration", retryTransient, func(ctx context.Context) error {
 		nonce, err := admin.GetRegisterNonce(ctx)
@@ -351,7 +357,7 @@ func (m *Manager) sharedSecretRegister(ctx context.Context, acct *Account, local
 			Nonce:        nonce,
 		}
 		req.SHA1Checksum = req.Sign(secret)
-		_, err = acct.client.MakeFullRequest(ctx, mautrix.FullRequest{
+		_, err = cli.MakeFullRequest(ctx, mautrix.FullRequest{
 			Method:           http.MethodPost,
 			URL:              admin.BuildAdminURL("v1", "register"),
 			RequestJSON:      &req,
@@ -363,13 +369,13 @@ func (m *Manager) sharedSecretRegister(ctx context.Context, acct *Account, local
 	if err != nil {
 		return err
 	}
-	m.dropRegistrationDevice(ctx, acct, resp.AccessToken)
+	m.dropRegistrationDevice(ctx, cli, resp.AccessToken)
 	return nil
 }
 
 // tokenRegister completes /register's user-interactive auth with the
 // m.login.registration_token stage (and m.login.dummy if a flow needs it).
-func (m *Manager) tokenRegister(ctx context.Context, acct *Account, localpart, password, token string) error {
+func (m *Manager) tokenRegister(ctx context.Context, cli *mautrix.Client, localpart, password, token string) error {
 	const authTypeRegistrationToken mautrix.AuthType = "m.login.registration_token"
 	req := &mautrix.ReqRegister[any]{
 		Username:     localpart,
@@ -384,7 +390,7 @@ func (m *Manager) tokenRegister(ctx context.Context, acct *Account, localpart, p
 			uia  *mautrix.RespUserInteractive
 		)
 		err := m.retry.do(ctx, "token registration", retryTransient, func(ctx context.Context) (err error) {
-			resp, uia, err = acct.client.Register(ctx, req)
+			resp, uia, err = cli.Register(ctx, req)
 			if uia != nil {
 				return nil
 			}
@@ -394,7 +400,7 @@ func (m *Manager) tokenRegister(ctx context.Context, acct *Account, localpart, p
 			return err
 		}
 		if uia == nil {
-			m.dropRegistrationDevice(ctx, acct, resp.AccessToken)
+			m.dropRegistrationDevice(ctx, cli, resp.AccessToken)
 			return nil
 		}
 		next, ok := nextStage(uia, authTypeRegistrationToken)
@@ -432,16 +438,16 @@ func nextStage(uia *mautrix.RespUserInteractive, tokenStage mautrix.AuthType) (m
 // dropRegistrationDevice logs out the device some homeservers create on
 // registration despite inhibit_login (Dendrite's shared-secret endpoint
 // always does), so accounts keep a single device. Best effort.
-func (m *Manager) dropRegistrationDevice(ctx context.Context, acct *Account, accessToken string) {
+func (m *Manager) dropRegistrationDevice(ctx context.Context, cli *mautrix.Client, accessToken string) {
 	if accessToken == "" {
 		return
 	}
-	cli, err := m.newClient(ctx, acct.userID)
+	tmp, err := m.newClient(ctx, cli.UserID)
 	if err != nil {
 		return
 	}
-	cli.AccessToken = accessToken
-	if _, err := cli.Logout(ctx); err != nil {
+	tmp.AccessToken = accessToken
+	if _, err := tmp.Logout(ctx); err != nil {
 		zerolog.Ctx(ctx).Debug().Err(err).Msg("Failed to log out the device created by registration")
 	}
 }
@@ -457,10 +463,11 @@ func generatePassword() (string, error) {
 // Account is one logged-in Matrix user: the router or an agent. Its methods
 // are safe for concurrent use, also while Run is syncing.
 type Account struct {
-	m        *Manager
-	client   *mautrix.Client
-	userID   id.UserID
-	deviceID id.DeviceID
+	m      *Manager
+	userID id.UserID
+
+	mu     sync.RWMutex    // guards client
+	client *mautrix.Client // replaced as a whole when EnsureAccount logs in again
 
 	running atomic.Bool // Run is active
 	seen    *recentSet  // event ids recently handed to the sink, to stop backfill
@@ -471,11 +478,17 @@ func (a *Account) UserID() id.UserID { return a.userID }
 
 // DeviceID returns the device the account is logged in on. It stays the
 // same across restarts as long as the stored credentials survive.
-func (a *Account) DeviceID() id.DeviceID { return a.deviceID }
+func (a *Account) DeviceID() id.DeviceID { return a.cli().DeviceID }
 
 // Client returns the underlying mautrix client, for requests matrixio does
 // not wrap. Requests made through it bypass matrixio's retry policy.
-func (a *Account) Client() *mautrix.Client { return a.client }
+func (a *Account) Client() *mautrix.Client { return a.cli() }
+
+func (a *Account) cli() *mautrix.Client {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.client
+}
 
 func (a *Account) do(ctx context.Context, op string, mode retryMode, fn func(context.Context) error) error {
 	return a.m.retry.do(ctx, op, mode, fn)
@@ -489,7 +502,7 @@ func (a *Account) ensureDisplayName(ctx context.Context, name string) error {
 	}
 	var current string
 	err := a.do(ctx, "get display name", retryTransient, func(ctx context.Context) error {
-		resp, err := a.client.GetOwnDisplayName(ctx)
+		resp, err := a.cli().GetOwnDisplayName(ctx)
 		if errors.Is(err, mautrix.MNotFound) {
 			current = ""
 			return nil
@@ -506,7 +519,7 @@ func (a *Account) ensureDisplayName(ctx context.Context, name string) error {
 		return nil
 	}
 	err = a.do(ctx, "set display name", retryTransient, func(ctx context.Context) error {
-		return a.client.SetDisplayName(ctx, name)
+		return a.cli().SetDisplayName(ctx, name)
 	})
 	if err != nil {
 		return fmt.Errorf("failed to set display name of %s: %w", a.userID, err)

@@ -60,7 +60,7 @@ func (a *Account) CreateRoom(ctx context.Context, opts CreateRoomOptions) (id.Ro
 	}
 	var resp *mautrix.RespCreateRoom
 	err := a.do(ctx, "create room", mode, func(ctx context.Context) (err error) {
-		resp, err = a.client.CreateRoom(ctx, req)
+		resp, err = a.cli().CreateRoom(ctx, req)
 		return err
 	})
 	if err != nil {
@@ -101,7 +101,7 @@ func (a *Account) raisePowerLevels(ctx context.Context, room id.RoomID, users ma
 func (a *Account) ResolveAlias(ctx context.Context, alias id.RoomAlias) (id.RoomID, error) {
 	var resp *mautrix.RespAliasResolve
 	err := a.do(ctx, "resolve alias", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.client.ResolveAlias(ctx, alias)
+		resp, err = a.cli().ResolveAlias(ctx, alias)
 		return err
 	})
 	if err != nil {
@@ -121,7 +121,7 @@ func (a *Account) Invite(ctx context.Context, room id.RoomID, user id.UserID) er
 		return nil
 	}
 	err = a.do(ctx, "invite", retryTransient, func(ctx context.Context) error {
-		_, err := a.client.InviteUser(ctx, room, &mautrix.ReqInviteUser{UserID: user})
+		_, err := a.cli().InviteUser(ctx, room, &mautrix.ReqInviteUser{UserID: user})
 		return err
 	})
 	if err != nil {
@@ -136,7 +136,7 @@ func (a *Account) Invite(ctx context.Context, room id.RoomID, user id.UserID) er
 func (a *Account) Join(ctx context.Context, roomIDOrAlias string, via ...string) (id.RoomID, error) {
 	var resp *mautrix.RespJoinRoom
 	err := a.do(ctx, "join", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.client.JoinRoom(ctx, roomIDOrAlias, &mautrix.ReqJoinRoom{Via: via})
+		resp, err = a.cli().JoinRoom(ctx, roomIDOrAlias, &mautrix.ReqJoinRoom{Via: via})
 		return err
 	})
 	if err != nil {
@@ -149,7 +149,7 @@ func (a *Account) Join(ctx context.Context, roomIDOrAlias string, via ...string)
 // SyncBatch.Invites). Whether to accept is the caller's decision.
 func (a *Account) AcceptInvite(ctx context.Context, room id.RoomID) error {
 	err := a.do(ctx, "accept invite", retryTransient, func(ctx context.Context) error {
-		_, err := a.client.JoinRoomByID(ctx, room)
+		_, err := a.cli().JoinRoomByID(ctx, room)
 		return err
 	})
 	if err != nil {
@@ -161,7 +161,7 @@ func (a *Account) AcceptInvite(ctx context.Context, room id.RoomID) error {
 // Leave leaves room (or rejects a pending invite to it).
 func (a *Account) Leave(ctx context.Context, room id.RoomID) error {
 	err := a.do(ctx, "leave", retryTransient, func(ctx context.Context) error {
-		_, err := a.client.LeaveRoom(ctx, room)
+		_, err := a.cli().LeaveRoom(ctx, room)
 		return err
 	})
 	if err != nil {

@@ -155,7 +155,7 @@ func (a *Account) SendEvent(ctx context.Context, room id.RoomID, evtType event.T
 	txnID := wireTxnID(txnKey, room, evtType)
 	var resp *mautrix.RespSendEvent
 	err := a.do(ctx, "send "+evtType.Type, retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.client.SendMessageEvent(ctx, room, evtType, content, mautrix.ReqSendEvent{TransactionID: txnID})
+		resp, err = a.cli().SendMessageEvent(ctx, room, evtType, content, mautrix.ReqSendEvent{TransactionID: txnID})
 		return err
 	})
 	if err != nil {
@@ -171,7 +171,7 @@ func (a *Account) Redact(ctx context.Context, room id.RoomID, target id.EventID,
 	txnID := wireTxnID(hashParts("redact", string(target), reason), room, event.EventRedaction)
 	var resp *mautrix.RespSendEvent
 	err := a.do(ctx, "redact", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.client.RedactEvent(ctx, room, target, mautrix.ReqRedact{Reason: reason, TxnID: txnID})
+		resp, err = a.cli().RedactEvent(ctx, room, target, mautrix.ReqRedact{Reason: reason, TxnID: txnID})
 		return err
 	})
 	if err != nil {
@@ -188,7 +188,7 @@ func (a *Account) SetTyping(ctx context.Context, room id.RoomID, typing bool, ti
 		timeout = 0
 	}
 	err := a.do(ctx, "typing", retryTransient, func(ctx context.Context) error {
-		_, err := a.client.UserTyping(ctx, room, typing, timeout)
+		_, err := a.cli().UserTyping(ctx, room, typing, timeout)
 		return err
 	})
 	if err != nil {
@@ -204,7 +204,7 @@ func (a *Account) SetTyping(ctx context.Context, room id.RoomID, typing bool, ti
 func (a *Account) LatestThreadEvent(ctx context.Context, room id.RoomID, root id.EventID) (id.EventID, error) {
 	var resp *mautrix.RespGetRelations
 	err := a.do(ctx, "thread relations", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.client.GetRelations(ctx, room, root, &mautrix.ReqGetRelations{
+		resp, err = a.cli().GetRelations(ctx, room, root, &mautrix.ReqGetRelations{
 			RelationType: event.RelThread,
 			Dir:          mautrix.DirectionBackward,
 			Limit:        1,

@@ -24,7 +24,7 @@ func notFound(err error) error {
 // ErrNotFound if the state was never set.
 func (a *Account) GetState(ctx context.Context, room id.RoomID, evtType event.Type, stateKey string, into any) error {
 	err := a.do(ctx, "get state", retryTransient, func(ctx context.Context) error {
-		return a.client.StateEvent(ctx, room, evtType, stateKey, into)
+		return a.cli().StateEvent(ctx, room, evtType, stateKey, into)
 	})
 	if err != nil {
 		return fmt.Errorf("failed to get state %s/%q in %s: %w", evtType.Type, stateKey, room, notFound(err))
@@ -39,7 +39,7 @@ func (a *Account) GetState(ctx context.Context, room id.RoomID, evtType event.Ty
 func (a *Account) GetStateEvents(ctx context.Context, room id.RoomID, evtType event.Type) (map[string]*event.Event, error) {
 	var state []*event.Event
 	err := a.do(ctx, "get room state", retryTransient, func(ctx context.Context) (err error) {
-		state, err = a.client.StateAsArray(ctx, room)
+		state, err = a.cli().StateAsArray(ctx, room)
 		return err
 	})
 	if err != nil {
@@ -66,7 +66,7 @@ func (a *Account) PutState(ctx context.Context, room id.RoomID, evtType event.Ty
 	evtType.Class = event.StateEventType
 	var resp *mautrix.RespSendEvent
 	err := a.do(ctx, "put state", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.client.SendStateEvent(ctx, room, evtType, stateKey, content)
+		resp, err = a.cli().SendStateEvent(ctx, room, evtType, stateKey, content)
 		return err
 	})
 	if err != nil {
@@ -80,7 +80,7 @@ func (a *Account) PutState(ctx context.Context, room id.RoomID, evtType event.Ty
 func (a *Account) JoinedMembers(ctx context.Context, room id.RoomID) (map[id.UserID]mautrix.JoinedMember, error) {
 	var resp *mautrix.RespJoinedMembers
 	err := a.do(ctx, "joined members", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.client.JoinedMembers(ctx, room)
+		resp, err = a.cli().JoinedMembers(ctx, room)
 		return err
 	})
 	if err != nil {
@@ -94,7 +94,7 @@ func (a *Account) JoinedMembers(ctx context.Context, room id.RoomID) (map[id.Use
 func (a *Account) Members(ctx context.Context, room id.RoomID) ([]*event.Event, error) {
 	var resp *mautrix.RespMembers
 	err := a.do(ctx, "members", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.client.Members(ctx, room)
+		resp, err = a.cli().Members(ctx, room)
 		return err
 	})
 	if err != nil {

@@ -168,7 +168,7 @@ func (a *Account) Run(ctx context.Context, sink EventSink) error {
 		if since == "" || failing {
 			timeout = 0
 		}
-		resp, err := a.client.FullSyncRequest(ctx, mautrix.ReqSync{
+		resp, err := a.cli().FullSyncRequest(ctx, mautrix.ReqSync{
 			Timeout:  int(timeout / time.Millisecond),
 			Since:    since,
 			FilterID: filterID,
@@ -268,7 +268,7 @@ func (a *Account) ensureFilter(ctx context.Context, recreate bool) (string, erro
 	}
 	var resp *mautrix.RespCreateFilter
 	err = a.do(ctx, "create filter", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.client.CreateFilter(ctx, filter)
+		resp, err = a.cli().CreateFilter(ctx, filter)
 		return err
 	})
 	if err != nil {
@@ -365,7 +365,7 @@ func (a *Account) backfill(ctx context.Context, roomID id.RoomID, prevBatch, sin
 	for len(newestFirst) < limit {
 		var resp *mautrix.RespMessages
 		err := a.do(ctx, "backfill", retryTransient, func(ctx context.Context) (err error) {
-			resp, err = a.client.Messages(ctx, roomID, from, since, mautrix.DirectionBackward, nil, min(backfillPageSize, limit-len(newestFirst)))
+			resp, err = a.cli().Messages(ctx, roomID, from, since, mautrix.DirectionBackward, nil, min(backfillPageSize, limit-len(newestFirst)))
 			return err
 		})
 		if err != nil {
