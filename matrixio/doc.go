@@ -3,4 +3,37 @@
 // sending with deterministic transaction ids, threads, edits, reactions,
 // typing, room state, room provisioning, the admin facade and rate-limit
 // back-off. It knows nothing of hooks, agents or plugins.
+//
+// # Pieces
+//
+// A [Store] keeps credentials and sync positions in the shared database
+// (its own tables, versioned in matrixio_version). A [Manager] built from a
+// [Config] and the Store turns [AccountSpec]s into logged-in [Account]s with
+// [Manager.EnsureAccount]: stored token, else password login on the stored
+// device, else registration (shared secret or registration token) with a
+// generated password. The device id survives restarts, and with it the
+// homeserver's transaction-id deduplication.
+//
+// [Account.Run] is the sync loop of one account. It hands each response to
+// an [EventSink] as a [SyncBatch] — limited timelines already filled from
+// /messages — and saves the sync token only after the sink accepted the
+// batch, so nothing is acknowledged before it is stored. The very first
+// batch of an account is marked Initial: what it shows was there before
+// hookroom looked.
+//
+// Sending ([Account.SendText], [Account.Edit], [Account.React],
+// [Account.Redact], [Account.SendEvent]) uses transaction ids derived from
+// the caller's key ([TxnKey] of the triggering event and a stage) or the
+// content, so a resend after a crash collapses on the homeserver. Every
+// request is retried under [RetryPolicy]: M_LIMIT_EXCEEDED waits the
+// server's retry_after_ms (mautrix does not read it), server and network
+// errors back off exponentially, and context cancellation ends the wait.
+//
+// Rooms are provisioned with [Account.EnsureRoom] (resolve the alias or
+// create it, then invite and join the members; idempotent across restarts),
+// and the admin facade covers aliases, invites, joins, spaces, state and
+// member lists.
+//
+// Never log what [Account.Client] exposes (access tokens), nor
+// [Registration] secrets; matrixio itself logs neither.
 package matrixio

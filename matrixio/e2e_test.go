@@ -710,6 +710,9 @@ func TestThreadReplyAndEditVisible(t *testing.T) {
 	if _, err := bot.Redact(ctx, roomID, react, "changed my mind"); err != nil {
 		t.Fatal(err)
 	}
+	if err := bot.MarkRead(ctx, roomID, root.EventID); err != nil {
+		t.Error(err)
+	}
 	if err := bot.SetTyping(ctx, roomID, true, 5*time.Second); err != nil {
 		t.Error(err)
 	}
@@ -1063,4 +1066,53 @@ func TestSyncSurvivesHomeserverRestart(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("Run returned %v", err)
 	}
+}
+
+// TestRevokedTokenRecovery: when the access token is revoked, Run stops
+// with an error wrapping M_UNKNOWN_TOKEN; EnsureAccount logs in again on the
+// same device and a new Run continues where the old one stopped.
+func TestRevokedTokenRecovery(t *testing.T) {
+	srv := hstest.Shared(t)
+	ctx := t.Context()
+	m := newManager(t, testConfig(srv), reopenDB(t, openDB(t)))
+	spec := matrixio.AccountSpec{Localpart: unique(t, "bot")}
+	bot := ensure(t, m, spec)
+	device := bot.DeviceID()
+	roomID, err := bot.CreateRoom(ctx, matrixio.CreateRoomOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rec := newRecorder()
+	done := make(chan error, 1)
+	go func() { done <- bot.Run(ctx, rec) }()
+	rec.waitFor(t, 30*time.Second, "initial sync", func(b []matrixio.SyncBatch) bool { return len(b) > 0 })
+	if err := bot.Run(ctx, rec); !errors.Is(err, matrixio.ErrAlreadyRunning) {
+		t.Errorf("second concurrent Run = %v, want ErrAlreadyRunning", err)
+	}
+
+	if _, err := bot.Client().Logout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, mautrix.MUnknownToken) {
+			t.Fatalf("Run after logout returned %v, want M_UNKNOWN_TOKEN", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not stop after its token was revoked")
+	}
+
+	again := ensure(t, m, spec)
+	if again != bot || again.DeviceID() != device {
+		t.Errorf("EnsureAccount gave %p device %s, want the same account %p on device %s", again, again.DeviceID(), bot, device)
+	}
+	run(t, bot, rec)
+	msg, err := bot.SendText(ctx, roomID, "back", matrixio.SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, 30*time.Second, "a message after recovery", func(b []matrixio.SyncBatch) bool {
+		return len(timelineEvents(b, roomID, func(e *event.Event) bool { return e.ID == msg })) == 1
+	})
 }

@@ -219,3 +219,15 @@ func (a *Account) LatestThreadEvent(ctx context.Context, room id.RoomID, root id
 	}
 	return resp.Chunk[0].ID, nil
 }
+
+// MarkRead moves the account's read receipt in room to evt, so people see
+// that the agent has seen their message.
+func (a *Account) MarkRead(ctx context.Context, room id.RoomID, evt id.EventID) error {
+	err := a.do(ctx, "read receipt", retryTransient, func(ctx context.Context) error {
+		return a.cli().MarkRead(ctx, room, evt)
+	})
+	if err != nil {
+		return fmt.Errorf("failed to mark %s read in %s: %w", evt, room, err)
+	}
+	return nil
+}
