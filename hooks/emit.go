@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
@@ -84,6 +85,10 @@ func Emit[T any, P ContextOf[T]](ctx context.Context, reg *Registry, ev Event[T]
 	}
 	return serial[T, P](ctx, em, hooks, c, depth)
 }
+
+// spillAfter is how long a collector emission runs on its first few
+// workers before every waiting hook gets a worker of its own.
+const spillAfter = 50 * time.Microsecond
 
 // abandonGrace is how long past its deadline a hook may take to return
 // before the emitter abandons it. A hook that honours its context returns
@@ -291,6 +296,7 @@ func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
 		hc.parent = s.parent
 		hc.depth = s.depth
 		hc.deadline = now.Add(h.timeout)
+		hc.over = overFlag{cur: &s.cur, j: j}
 		s.slots[j].start = now
 		// Publish the hook as running, unless the emitter gave up on the
 		// whole emission meanwhile.
@@ -301,10 +307,10 @@ func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
 		end := time.Now()
 		elapsed := end.Sub(now)
 		now = end
-		hc.release()
 		if !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
 			return // abandoned: the emitter took over
 		}
+		hc.release()
 		o := result(err, elapsed, h.timeout)
 		h.stats.record(elapsed, o)
 		if o != outcomeOK {
@@ -361,7 +367,12 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*
 	}
 	s.src = *(*T)(c)
 	s.remaining.Store(int32(n))
-	workers := min(n, em.reg.conc)
+	// Start with a few workers: hooks that return at once are done by
+	// them without a goroutine each. If hooks are still waiting after
+	// spillAfter, the rest get their own workers, up to the bound, so slow
+	// hooks still run side by side.
+	limit := min(n, em.reg.conc)
+	workers := min(limit, max(2, runtime.GOMAXPROCS(0)))
 	minTimeout := hooks[0].timeout
 	for _, h := range hooks {
 		minTimeout = min(minTimeout, h.timeout)
@@ -369,10 +380,21 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*
 	for range workers {
 		go s.work()
 	}
+	var spill <-chan time.Time
+	if workers < limit {
+		t := time.NewTimer(spillAfter)
+		defer t.Stop()
+		spill = t.C
+	}
 	timer := time.NewTimer(minTimeout + abandonGrace)
 	defer timer.Stop()
 	for {
 		select {
+		case <-spill:
+			spill = nil
+			for range min(limit-workers, n-int(s.next.Load())) {
+				go s.work()
+			}
 		case <-s.done:
 			for j := range s.copies {
 				if s.ok[j] {
@@ -441,16 +463,17 @@ func (s *collectRun[T, P]) work() {
 		hc := &s.ctxs[j]
 		hc.parent = s.parent
 		hc.depth = s.depth
+		hc.over = overFlag{state: &sl.state}
 		sl.start = time.Now()
 		hc.deadline = sl.start.Add(h.timeout)
 		sl.deadline.Store(hc.deadline.UnixNano())
 		sl.state.Store(slotRunning)
 		err := invoke[T, P](hc, h, P(cp))
 		elapsed := time.Since(sl.start)
-		hc.release()
 		if !sl.state.CompareAndSwap(slotRunning, slotFinished) {
 			return // abandoned; a replacement worker took over
 		}
+		hc.release()
 		o := result(err, elapsed, h.timeout)
 		h.stats.record(elapsed, o)
 		if o == outcomeOK {

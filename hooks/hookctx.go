@@ -15,8 +15,30 @@ type hookCtx struct {
 	deadline time.Time
 	depth    int
 	// inner is nil until Done or Err is first called, then the live
-	// context; released once the hook returned or was abandoned.
+	// context.
 	inner atomic.Pointer[innerCtx]
+	// over reports whether the hook's run is over (returned or abandoned);
+	// after that, a context created late is born cancelled.
+	over overFlag
+}
+
+// overFlag finds out whether a hook run is over from the state the engine
+// keeps anyway (a serial run's cursor, a collector slot's state), so that
+// ending a hook's context costs no extra atomic write.
+type overFlag struct {
+	cur   *atomic.Int64 // serial: over when the cursor left (j, running)
+	j     int
+	state *atomic.Int32 // collector: over when the slot left running
+}
+
+func (o *overFlag) isOver() bool {
+	if o.cur != nil {
+		return o.cur.Load() != cursor(o.j, slotRunning)
+	}
+	if o.state != nil {
+		return o.state.Load() != slotRunning
+	}
+	return false
 }
 
 type innerCtx struct {
@@ -44,10 +66,13 @@ func (c *hookCtx) live() *innerCtx {
 	if p := c.inner.Load(); p != nil {
 		return p
 	}
+	if c.over.isOver() {
+		return released
+	}
 	ctx, cancel := context.WithDeadline(c.parent, c.deadline)
 	p := &innerCtx{ctx: ctx, cancel: cancel}
 	if !c.inner.CompareAndSwap(nil, p) {
-		cancel() // someone else created it first, or the hook is over
+		cancel() // someone else created it first
 		return c.inner.Load()
 	}
 	return p
@@ -64,10 +89,11 @@ func (c *hookCtx) Value(key any) any {
 	return c.parent.Value(key)
 }
 
-// release ends the context once the hook returned or was abandoned, so
-// goroutines the hook left behind see it end.
+// release ends the context once the hook's run is over (the engine has
+// already marked it over), so goroutines the hook left behind see it end.
+// A context they create concurrently with release ends at its deadline.
 func (c *hookCtx) release() {
-	if p := c.inner.Swap(released); p != nil && p != released {
+	if p := c.inner.Load(); p != nil {
 		p.cancel()
 	}
 }
