@@ -54,7 +54,8 @@ type route struct {
 	room      id.RoomID
 	thread    id.EventID
 	requester id.UserID
-	skip      []string // plugins excluded (message:received re-entry)
+	rooms     []id.RoomID // further rooms the context is in (lifecycle: joined rooms)
+	skip      []string    // plugins excluded (message:received re-entry)
 }
 
 // Base is embedded in every event context. Its helpers are bound to the hook
@@ -154,7 +155,7 @@ func (b *Base) SendMessage(ctx context.Context, room id.RoomID, text string, opt
 		Event:          b.em.info.name,
 		Agent:          b.em.route.agent,
 		OriginalSender: b.em.route.requester,
-		Depth:          max(Depth(ctx), 1),
+		Depth:          max(Depth(ctx), b.em.depth+1),
 	}
 	if opts != nil {
 		msg.ThreadID = opts.ThreadID
@@ -230,5 +231,10 @@ func (b *Base) Emit(ctx context.Context, name string, payload any) error {
 		SenderID:     r.requester,
 	}
 	c.CorrelationID = b.em.correlationID
+	// The chain's depth comes from the emission this hook runs in, so a
+	// hook that passes a fresh context cannot escape the recursion limit.
+	if d := b.em.depth + 1; Depth(ctx) < d {
+		ctx = WithDepth(ctx, d)
+	}
 	return Emit(ctx, b.em.reg, ev, c)
 }

@@ -49,6 +49,19 @@ type Envelope struct {
 	Depth int `json:"depth,omitempty"`
 }
 
+// clone gives the envelope private copies of its slices.
+func (e *Envelope) clone() {
+	e.AttachmentIDs = cloneNonEmpty(e.AttachmentIDs)
+	e.MentionedAgents = cloneNonEmpty(e.MentionedAgents)
+}
+
+func cloneNonEmpty[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return s
+	}
+	return slices.Clone(s)
+}
+
 func (e *Envelope) route() route {
 	return route{agent: e.AgentName, room: e.RoomID, thread: e.ResolvedThreadID, requester: e.RequesterID}
 }
@@ -72,7 +85,10 @@ func (c *MessageReceivedContext) route() route {
 	r.skip = c.SkipPlugins
 	return r
 }
-func (c *MessageReceivedContext) isolate()                           {}
+func (c *MessageReceivedContext) isolate() {
+	c.Envelope.clone()
+	c.SkipPlugins = cloneNonEmpty(c.SkipPlugins)
+}
 func (c *MessageReceivedContext) merge(from *MessageReceivedContext) { c.Suppress = from.Suppress }
 
 // ClaimResponse is what a claiming hook answers with.
@@ -99,7 +115,7 @@ type MessageClaimContext struct {
 func (c *MessageClaimContext) Claim(text string) { c.Claimed = &ClaimResponse{Text: text} }
 
 func (c *MessageClaimContext) route() route                    { return c.Envelope.route() }
-func (c *MessageClaimContext) isolate()                        {}
+func (c *MessageClaimContext) isolate()                        { c.Envelope.clone() }
 func (c *MessageClaimContext) merge(from *MessageClaimContext) { c.Claimed = from.Claimed }
 func (c *MessageClaimContext) stopped() bool                   { return c.Claimed != nil }
 
@@ -124,7 +140,7 @@ func (c *MessageEnrichContext) AddMetadata(key, text string, flags ...ItemFlag) 
 }
 
 func (c *MessageEnrichContext) route() route { return c.Envelope.route() }
-func (c *MessageEnrichContext) isolate()     { c.Items = nil }
+func (c *MessageEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
 func (c *MessageEnrichContext) merge(from *MessageEnrichContext) {
 	c.Items = append(c.Items, from.Items...)
 }
@@ -145,7 +161,7 @@ func (c *SystemEnrichContext) AddInstruction(key, text string, flags ...ItemFlag
 }
 
 func (c *SystemEnrichContext) route() route { return c.Envelope.route() }
-func (c *SystemEnrichContext) isolate()     { c.Items = nil }
+func (c *SystemEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
 func (c *SystemEnrichContext) merge(from *SystemEnrichContext) {
 	c.Items = append(c.Items, from.Items...)
 }
@@ -186,7 +202,8 @@ type ResponseDraft struct {
 // (transformer, 200 ms). It fires after generation, before the first
 // visible text of the reply is sent. A hook may change Draft.Text,
 // Draft.Extra and Draft.ToolTrace, or set Draft.Suppress; its draft goes to
-// the next hook only if it succeeds in time.
+// the next hook only if it succeeds in time. A suppressed draft ends the
+// chain: later hooks do not run.
 type BeforeResponseContext struct {
 	Base
 	Draft ResponseDraft `json:"draft"`
@@ -194,14 +211,27 @@ type BeforeResponseContext struct {
 
 func (c *BeforeResponseContext) route() route { return c.Draft.Envelope.route() }
 func (c *BeforeResponseContext) isolate() {
-	c.Draft.ToolTrace = slices.Clone(c.Draft.ToolTrace)
-	c.Draft.Extra = slices.Clone(c.Draft.Extra)
+	c.Draft.Envelope.clone()
+	if len(c.Draft.ToolTrace) > 0 {
+		c.Draft.ToolTrace = slices.Clone(c.Draft.ToolTrace)
+		for i := range c.Draft.ToolTrace {
+			c.Draft.ToolTrace[i].Args = cloneNonEmpty(c.Draft.ToolTrace[i].Args)
+		}
+	}
+	c.Draft.Extra = cloneNonEmpty(c.Draft.Extra)
 }
+
+// merge takes the fields a before_response hook may change.
 func (c *BeforeResponseContext) merge(from *BeforeResponseContext) {
-	env := c.Draft.Envelope
-	c.Draft = from.Draft
-	c.Draft.Envelope = env
+	c.Draft.Text = from.Draft.Text
+	c.Draft.ToolTrace = from.Draft.ToolTrace
+	c.Draft.Extra = from.Draft.Extra
+	c.Draft.Suppress = from.Draft.Suppress
 }
+
+// stopped ends the chain once a hook suppressed the reply: there is
+// nothing left to transform.
+func (c *BeforeResponseContext) stopped() bool { return c.Draft.Suppress }
 
 // FinalDraft is the final text of a streamed reply before its last edit.
 type FinalDraft struct {
@@ -220,7 +250,7 @@ type FinalResponseContext struct {
 }
 
 func (c *FinalResponseContext) route() route { return c.Draft.Envelope.route() }
-func (c *FinalResponseContext) isolate()     {}
+func (c *FinalResponseContext) isolate()     { c.Draft.Envelope.clone() }
 func (c *FinalResponseContext) merge(from *FinalResponseContext) {
 	c.Draft.Text = from.Draft.Text
 }
@@ -251,7 +281,7 @@ type AfterResponseContext struct {
 }
 
 func (c *AfterResponseContext) route() route                { return c.Result.Envelope.route() }
-func (c *AfterResponseContext) isolate()                    {}
+func (c *AfterResponseContext) isolate()                    { c.Result.Envelope.clone() }
 func (c *AfterResponseContext) merge(*AfterResponseContext) {}
 
 // CancelReason says why a turn ended without a clean reply.
@@ -288,7 +318,7 @@ type CancelledContext struct {
 }
 
 func (c *CancelledContext) route() route            { return c.Info.Envelope.route() }
-func (c *CancelledContext) isolate()                {}
+func (c *CancelledContext) isolate()                { c.Info.Envelope.clone() }
 func (c *CancelledContext) merge(*CancelledContext) {}
 
 // AgentLifecycleContext is passed to agent:started (after an account logged
@@ -306,8 +336,13 @@ type AgentLifecycleContext struct {
 	StopReason  string      `json:"stop_reason,omitempty"`
 }
 
-func (c *AgentLifecycleContext) route() route                 { return route{agent: c.Agent} }
-func (c *AgentLifecycleContext) isolate()                     {}
+func (c *AgentLifecycleContext) route() route {
+	return route{agent: c.Agent, rooms: c.JoinedRooms}
+}
+func (c *AgentLifecycleContext) isolate() {
+	c.Rooms = cloneNonEmpty(c.Rooms)
+	c.JoinedRooms = cloneNonEmpty(c.JoinedRooms)
+}
 func (c *AgentLifecycleContext) merge(*AgentLifecycleContext) {}
 
 // SessionContext is passed to session:started hooks (observer, 5 s). It
@@ -438,8 +473,13 @@ type ConfigReloadedContext struct {
 	PluginChanges []string `json:"plugin_changes,omitempty"`
 }
 
-func (c *ConfigReloadedContext) route() route                 { return route{} }
-func (c *ConfigReloadedContext) isolate()                     {}
+func (c *ConfigReloadedContext) route() route { return route{} }
+func (c *ConfigReloadedContext) isolate() {
+	c.AddedAgents = cloneNonEmpty(c.AddedAgents)
+	c.ChangedAgents = cloneNonEmpty(c.ChangedAgents)
+	c.RemovedAgents = cloneNonEmpty(c.RemovedAgents)
+	c.PluginChanges = cloneNonEmpty(c.PluginChanges)
+}
 func (c *ConfigReloadedContext) merge(*ConfigReloadedContext) {}
 
 // ToolCall describes one tool call of a turn.
@@ -481,7 +521,7 @@ func (c *ToolBeforeCallContext) Decline(reason string) {
 }
 
 func (c *ToolBeforeCallContext) route() route { return c.ToolCall.route() }
-func (c *ToolBeforeCallContext) isolate()     { c.Arguments = slices.Clone(c.Arguments) }
+func (c *ToolBeforeCallContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) {
 	c.Declined = from.Declined
 	c.DeclineReason = from.DeclineReason
@@ -505,7 +545,7 @@ type ToolAfterCallContext struct {
 }
 
 func (c *ToolAfterCallContext) route() route                { return c.ToolCall.route() }
-func (c *ToolAfterCallContext) isolate()                    { c.Arguments = slices.Clone(c.Arguments) }
+func (c *ToolAfterCallContext) isolate()                    { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolAfterCallContext) merge(*ToolAfterCallContext) {}
 
 // CustomEventContext is passed to hooks of custom events (observer, 1 s),
@@ -527,7 +567,7 @@ func (c *CustomEventContext) DecodePayload(v any) error { return json.Unmarshal(
 func (c *CustomEventContext) route() route {
 	return route{agent: c.Agent, room: c.RoomID, thread: c.ThreadID, requester: c.SenderID}
 }
-func (c *CustomEventContext) isolate()                  {}
+func (c *CustomEventContext) isolate()                  { c.Payload = cloneNonEmpty(c.Payload) }
 func (c *CustomEventContext) merge(*CustomEventContext) {}
 
 // guard makes the compiler check that *T satisfies the engine's contract.
@@ -555,6 +595,7 @@ var (
 	_ = guard[CustomEventContext, *CustomEventContext]
 
 	_ stopper    = (*ToolBeforeCallContext)(nil)
+	_ stopper    = (*BeforeResponseContext)(nil)
 	_ stopper    = (*MessageClaimContext)(nil)
 	_ failCloser = (*ToolBeforeCallContext)(nil)
 )

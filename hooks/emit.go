@@ -37,6 +37,7 @@ type emission struct {
 	route         route
 	correlationID string
 	log           *zerolog.Logger
+	depth         int // the emission's depth; its hooks run at depth+1
 }
 
 // Emit runs the hooks of ev that apply to c, in the event's mode, on the
@@ -79,7 +80,7 @@ func Emit[T any, P ContextOf[T]](ctx context.Context, reg *Registry, ev Event[T]
 	if base.CorrelationID == "" {
 		base.CorrelationID = ev.info.name + ":" + strconv.FormatUint(rand.Uint64(), 36)
 	}
-	em := &emission{reg: reg, info: ev.info, route: rt, correlationID: base.CorrelationID, log: zerolog.Ctx(ctx)}
+	em := &emission{reg: reg, info: ev.info, route: rt, correlationID: base.CorrelationID, log: zerolog.Ctx(ctx), depth: depth}
 	if ev.info.mode == Collector {
 		return collect[T, P](ctx, em, hooks, c, depth)
 	}
@@ -212,10 +213,17 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*r
 		copies: make([]T, n), ctxs: make([]hookCtx, n), slots: make([]slot, n),
 	}
 	s.current = *(*T)(c)
+	// wake[j] bounds how soon any hook from j on can pass its deadline:
+	// the emitter never sleeps past the earliest deadline still possible.
+	wake := make([]time.Duration, n+1)
+	wake[n] = time.Hour
+	for j := n - 1; j >= 0; j-- {
+		wake[j] = min(wake[j+1], hooks[j].timeout+abandonGrace)
+	}
 	done := make(chan struct{}, 1)
 	go s.run(0, done)
 
-	timer := time.NewTimer(hooks[0].timeout + abandonGrace)
+	timer := time.NewTimer(wake[0])
 	defer timer.Stop()
 	for {
 		select {
@@ -236,19 +244,18 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*r
 			v := s.cur.Load()
 			j, state := uncursor(v)
 			if state != slotRunning {
-				// Between two hooks: the next one's deadline is at most its
-				// timeout away.
-				timer.Reset(hooks[min(j+1, n-1)].timeout + abandonGrace)
+				// Between two hooks: j is the next one.
+				timer.Reset(wake[min(j, n)])
 				continue
 			}
 			sl := &s.slots[j]
 			dl := sl.start.Add(hooks[j].timeout + abandonGrace)
 			if now.Before(dl) {
-				timer.Reset(dl.Sub(now))
+				timer.Reset(min(dl.Sub(now), wake[j+1]))
 				continue
 			}
 			if !s.cur.CompareAndSwap(v, cursor(j, slotAbandoned)) {
-				timer.Reset(time.Millisecond)
+				timer.Reset(0)
 				continue
 			}
 			h := hooks[j]
@@ -267,7 +274,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*r
 			s.cur.Store(cursor(j+1, slotPending))
 			done = make(chan struct{}, 1)
 			go s.run(j+1, done)
-			timer.Reset(hooks[j+1].timeout + abandonGrace)
+			timer.Reset(wake[j+1])
 		}
 	}
 }

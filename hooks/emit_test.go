@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,7 +196,8 @@ func TestTransformerMatrix(t *testing.T) {
 				timed(t, tc.b, func() { hooktest.Emit(t, reg, hooks.MessageBeforeResponse, c) })
 				want, wantSuppress, wantTrace := "draft+f", false, 0
 				if tc.b == succeed {
-					want, wantSuppress, wantTrace = "subject+f", true, 1
+					// A suppressed draft ends the chain.
+					want, wantSuppress, wantTrace = "subject", true, 1
 				}
 				if c.Draft.Text != want || c.Draft.Suppress != wantSuppress || len(c.Draft.ToolTrace) != wantTrace {
 					t.Errorf("draft = %q suppress=%v trace=%d, want %q %v %d", c.Draft.Text, c.Draft.Suppress, len(c.Draft.ToolTrace), want, wantSuppress, wantTrace)
@@ -438,4 +440,138 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// A stuck hook is abandoned at its own deadline even when an earlier hook
+// of the chain has a much longer timeout.
+func TestStuckHookAfterSlowTimeoutHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := hooktest.NewRegistry(t,
+			hooks.Handle(hooks.MessageReceived, "quick_long_timeout", func(context.Context, *hooks.MessageReceivedContext) error { return nil }),
+			hooks.Handle(hooks.MessageReceived, "stuck", func(context.Context, *hooks.MessageReceivedContext) error {
+				time.Sleep(time.Hour)
+				return nil
+			}, hooks.Timeout(50*time.Millisecond)),
+			hooks.Handle(hooks.MessageReceived, "quick_again", func(context.Context, *hooks.MessageReceivedContext) error { return nil }),
+			hooks.Handle(hooks.MessageReceived, "stuck_again", func(context.Context, *hooks.MessageReceivedContext) error {
+				time.Sleep(time.Hour)
+				return nil
+			}, hooks.Timeout(20*time.Millisecond)),
+		)
+		start := time.Now()
+		hooktest.Emit(t, reg, hooks.MessageReceived, hooktest.MessageReceived("hi"))
+		// 50ms + 5ms grace, then 20ms + 5ms grace
+		if got := time.Since(start); got != 80*time.Millisecond {
+			t.Errorf("emission took %v, want 80ms", got)
+		}
+		drain()
+	})
+}
+
+// Slices and byte fields are private to each hook: a failing hook that
+// edits them in place changes nothing for the next hook or the caller.
+func TestSharedFieldsAreCopied(t *testing.T) {
+	custom := hooks.MustCustomEvent("todo:done")
+	reg := hooktest.NewRegistry(t,
+		hooks.Handle(custom, "tamper", func(_ context.Context, c *hooks.CustomEventContext) error {
+			c.Payload[1] = 'Z'
+			return errors.New("fail after tampering")
+		}, hooks.Priority(1)),
+		hooks.Handle(custom, "check", func(_ context.Context, c *hooks.CustomEventContext) error {
+			if string(c.Payload) != `{"a":1}` {
+				t.Errorf("next hook saw payload %s", c.Payload)
+			}
+			return nil
+		}),
+		hooks.Handle(hooks.MessageReceived, "tamper_env", func(_ context.Context, c *hooks.MessageReceivedContext) error {
+			c.Envelope.MentionedAgents[0] = "evil"
+			c.SkipPlugins = append(c.SkipPlugins[:0], "evil")
+			return errors.New("fail")
+		}),
+		hooks.Handle(hooks.AgentStarted, "tamper_rooms", func(_ context.Context, c *hooks.AgentLifecycleContext) error {
+			c.JoinedRooms[0] = "!evil:hs"
+			return errors.New("fail")
+		}),
+		hooks.Handle(hooks.MessageBeforeResponse, "tamper_trace", func(_ context.Context, c *hooks.BeforeResponseContext) error {
+			c.Draft.ToolTrace[0].Args[2] = 'Z'
+			c.Draft.Extra[2] = 'Z'
+			return errors.New("fail")
+		}),
+	)
+	c := hooktest.Custom(map[string]int{"a": 1})
+	hooktest.Emit(t, reg, custom, c)
+	if string(c.Payload) != `{"a":1}` {
+		t.Errorf("caller's payload changed to %s", c.Payload)
+	}
+	m := hooktest.MessageReceived("hi")
+	m.Envelope.MentionedAgents = []hooks.AgentName{"assistant"}
+	m.SkipPlugins = []string{"other"}
+	hooktest.Emit(t, reg, hooks.MessageReceived, m)
+	if m.Envelope.MentionedAgents[0] != "assistant" || m.SkipPlugins[0] != "other" {
+		t.Errorf("caller's envelope changed: %v %v", m.Envelope.MentionedAgents, m.SkipPlugins)
+	}
+	l := hooktest.Lifecycle()
+	hooktest.Emit(t, reg, hooks.AgentStarted, l)
+	if l.JoinedRooms[0] != hooktest.Room {
+		t.Errorf("caller's joined rooms changed: %v", l.JoinedRooms)
+	}
+	b := hooktest.BeforeResponse("x")
+	b.Draft.ToolTrace = []hooks.ToolTraceEntry{{Tool: "t", Args: []byte(`{"a":1}`)}}
+	b.Draft.Extra = []byte(`{"k":1}`)
+	hooktest.Emit(t, reg, hooks.MessageBeforeResponse, b)
+	if string(b.Draft.ToolTrace[0].Args) != `{"a":1}` || string(b.Draft.Extra) != `{"k":1}` {
+		t.Errorf("caller's draft changed: %s %s", b.Draft.ToolTrace[0].Args, b.Draft.Extra)
+	}
+}
+
+// Lifecycle contexts match rooms= filters by the rooms the account joined.
+func TestLifecycleRoomsFilter(t *testing.T) {
+	var rec recorder
+	reg := hooktest.NewRegistry(t,
+		hooks.Handle(hooks.BotReady, "in_room", func(context.Context, *hooks.AgentLifecycleContext) error {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			rec.ran = append(rec.ran, "in_room")
+			return nil
+		}, hooks.Rooms(hooktest.Room)),
+		hooks.Handle(hooks.BotReady, "elsewhere", func(context.Context, *hooks.AgentLifecycleContext) error {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			rec.ran = append(rec.ran, "elsewhere")
+			return nil
+		}, hooks.Rooms("!elsewhere:localhost")),
+	)
+	l := hooktest.Lifecycle()
+	l.JoinedRooms = append(l.JoinedRooms, "!second:localhost")
+	hooktest.Emit(t, reg, hooks.BotReady, l)
+	if got := rec.list(); got != "in_room" {
+		t.Errorf("ran %q, want in_room", got)
+	}
+}
+
+// A hook cannot escape the recursion limit by passing a fresh context.
+func TestRecursionLimitWithFreshContext(t *testing.T) {
+	again := hooks.MustCustomEvent("loop:fresh")
+	var runs atomic.Int32
+	var svc hooktest.Services
+	reg := hooktest.Registry(t, []hooks.Plugin{hooktest.Plugin("p", hooks.Handle(again, "reemit", func(_ context.Context, c *hooks.CustomEventContext) error {
+		if runs.Add(1) > 10 {
+			return errors.New("runaway")
+		}
+		if _, err := c.SendMessage(context.Background(), hooktest.Room, "hop", nil); err != nil {
+			return err
+		}
+		return c.Emit(context.Background(), "loop:fresh", nil)
+	}))}, hooks.Options{Services: svc.Bind()})
+	hooktest.Emit(t, reg, again, hooktest.Custom(nil))
+	if got := runs.Load(); got != 3 {
+		t.Errorf("hook ran %d times, want 3", got)
+	}
+	var depths []int
+	for _, m := range svc.Sent() {
+		depths = append(depths, m.Depth)
+	}
+	if fmt.Sprint(depths) != "[1 2 3]" {
+		t.Errorf("sent messages at depths %v, want [1 2 3]", depths)
+	}
 }

@@ -129,6 +129,7 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // *LoadError values): a duplicate plugin or hook name, an invalid event
 // name, a filter that can never match its event, a failure policy on a
 // non-gate event. Overrides naming no hook are warnings (see Warnings).
+// Invalid options (a negative concurrency or depth) are plain errors.
 func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 	r := &Registry{
 		builtin:  make([]*eventHooks, len(builtins)+1),
@@ -363,12 +364,24 @@ func (r *Registry) eligible(eh *eventHooks, rt route) []*registered {
 		if len(h.agents) > 0 && !slices.Contains(h.agents, rt.agent) {
 			continue
 		}
-		if len(h.rooms) > 0 && !slices.Contains(h.rooms, rt.room) {
+		if len(h.rooms) > 0 && !roomMatch(h.rooms, rt) {
 			continue
 		}
 		out = append(out, h)
 	}
 	return out
+}
+
+func roomMatch(filter []id.RoomID, rt route) bool {
+	if rt.room != "" && slices.Contains(filter, rt.room) {
+		return true
+	}
+	for _, r := range rt.rooms {
+		if slices.Contains(filter, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // Warnings returns the non-fatal problems found while building the
