@@ -100,7 +100,7 @@ func TestLoadErrors(t *testing.T) {
 			setup: func(p *project) {
 				p.procPlugin("plugins/a", "a", "message:received log")
 			},
-			src: "plugins:\n  - path: ./plugins/a\n    hooks:\n      log:\n        failure_policy: closed\n",
+			src:  "plugins:\n  - path: ./plugins/a\n    hooks:\n      log:\n        failure_policy: closed\n",
 			want: []string{`ROOT/config.yaml:6: plugins[0].hooks.log: plugin "a": hook "log": failure policy closed only applies to gate events, not message:received (observer)`},
 		},
 		{

@@ -186,6 +186,7 @@ func (p *manifestParser) parse() *Manifest {
 	}
 	m := &Manifest{}
 	lines := map[string]int{}
+	bad := map[string]bool{} // keys already reported as the wrong type
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -227,10 +228,12 @@ func (p *manifestParser) parse() *Manifest {
 		}
 		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			p.errorf(line, key, "must be %s, not null", want)
+			bad[key] = true
 			continue
 		}
 		if err := json.Unmarshal(raw, dst); err != nil {
 			p.errorf(line, key, "must be %s", want)
+			bad[key] = true
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
@@ -240,7 +243,7 @@ func (p *manifestParser) parse() *Manifest {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		p.errorf(p.line(dec.InputOffset()), "", "unexpected data after the manifest object")
 	}
-	p.validate(m, lines)
+	p.validate(m, lines, bad)
 	return m
 }
 
@@ -260,29 +263,28 @@ func jsonKind(tok json.Token) string {
 	return fmt.Sprintf("%T", tok)
 }
 
-func (p *manifestParser) validate(m *Manifest, lines map[string]int) {
-	at := func(key string) int {
-		if l, ok := lines[key]; ok {
-			return l
-		}
-		return 1
-	}
+// validate checks the decoded manifest; lines holds the line of every key
+// present, bad the keys whose value was already reported.
+func (p *manifestParser) validate(m *Manifest, lines map[string]int, bad map[string]bool) {
+	at := func(key string) int { return lines[key] }
 	has := func(key string) bool { _, ok := lines[key]; return ok }
+	ok := func(key string) bool { return has(key) && !bad[key] }
 	switch {
 	case !has("name"):
 		p.errorf(1, "name", "is required")
-	case !NameRE.MatchString(m.Name):
+	case ok("name") && !NameRE.MatchString(m.Name):
 		p.errorf(at("name"), "name", "%q must match %s", m.Name, NameRE)
 	}
-	if !has("version") {
+	switch {
+	case !has("version"):
 		p.errorf(1, "version", "is required")
-	} else if strings.TrimSpace(m.Version) == "" {
+	case ok("version") && strings.TrimSpace(m.Version) == "":
 		p.errorf(at("version"), "version", "must not be empty")
 	}
 	switch {
 	case !has("api_version"):
 		p.errorf(1, "api_version", "is required (this hookroom speaks %d)", APIVersion)
-	case m.APIVersion != APIVersion:
+	case ok("api_version") && m.APIVersion != APIVersion:
 		p.errorf(at("api_version"), "api_version", "%d is not supported (this hookroom speaks %d)", m.APIVersion, APIVersion)
 	}
 	switch {
@@ -290,14 +292,14 @@ func (p *manifestParser) validate(m *Manifest, lines map[string]int) {
 		p.errorf(at("builtin"), "builtin", "set either command or builtin, not both")
 	case !has("command") && !has("builtin"):
 		p.errorf(1, "", "set command (a process to run) or builtin (a compiled-in plugin)")
-	case has("command"):
+	case ok("command"):
 		if len(m.Command) == 0 {
 			p.errorf(at("command"), "command", "must name the program to run")
 		} else if strings.TrimSpace(m.Command[0]) == "" {
 			p.errorf(at("command"), "command", "the program name must not be empty")
 		}
 	case has("builtin"):
-		if !NameRE.MatchString(m.Builtin) {
+		if ok("builtin") && !NameRE.MatchString(m.Builtin) {
 			p.errorf(at("builtin"), "builtin", "%q must match %s", m.Builtin, NameRE)
 		}
 		if has("env") {
