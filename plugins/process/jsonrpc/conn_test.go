@@ -1,0 +1,304 @@
+package jsonrpc_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
+)
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// pair connects two Conns through in-memory pipes.
+func pair(t *testing.T, ha, hb jsonrpc.Handler, opts jsonrpc.Options) (a, b *jsonrpc.Conn) {
+	t.Helper()
+	ar, bw := io.Pipe()
+	br, aw := io.Pipe()
+	a = jsonrpc.NewConn(ar, aw, ha, opts)
+	b = jsonrpc.NewConn(br, bw, hb, opts)
+	t.Cleanup(func() {
+		a.Close()
+		b.Close()
+	})
+	return a, b
+}
+
+func echo() jsonrpc.Handler {
+	return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		switch req.Method {
+		case "echo":
+			return req.Params, nil
+		case "fail":
+			return nil, jsonrpc.Errorf(-32000, "it failed")
+		case "plain-error":
+			return nil, errors.New("boom")
+		case "block":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "no %s", req.Method)
+	})
+}
+
+func TestCallBothDirectionsConcurrently(t *testing.T) {
+	a, b := pair(t, echo(), echo(), jsonrpc.Options{})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := range 100 {
+		for _, c := range []*jsonrpc.Conn{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				want := fmt.Sprintf(`{"n":%d}`, i)
+				got, err := c.Call(ctx, "echo", json.RawMessage(want))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if string(got) != want {
+					errs <- fmt.Errorf("got %s, want %s", got, want)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	a, _ := pair(t, nil, echo(), jsonrpc.Options{})
+	tests := []struct {
+		name     string
+		method   string
+		wantCode int
+	}{
+		{"handler returns *Error", "fail", -32000},
+		{"handler returns a plain error", "plain-error", jsonrpc.CodeInternalError},
+		{"unknown method", "nope", jsonrpc.CodeMethodNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := a.Call(context.Background(), tc.method, nil)
+			var re *jsonrpc.Error
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v, want *jsonrpc.Error", err)
+			}
+			if re.Code != tc.wantCode {
+				t.Errorf("code = %d, want %d", re.Code, tc.wantCode)
+			}
+		})
+	}
+}
+
+func TestNotifyInlineKeepsOrder(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	done := make(chan struct{})
+	h := jsonrpc.HandlerFunc(func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		var s string
+		_ = json.Unmarshal(req.Params, &s)
+		mu.Lock()
+		got = append(got, s)
+		if len(got) == 50 {
+			close(done)
+		}
+		mu.Unlock()
+		return nil, nil
+	})
+	a, _ := pair(t, nil, h, jsonrpc.Options{Inline: func(m string) bool { return m == "log" }})
+	for i := range 50 {
+		if err := a.Notify(context.Background(), "log", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("notifications did not arrive")
+	}
+	for i, s := range got {
+		if s != fmt.Sprint(i) {
+			t.Fatalf("notification %d = %q: order not kept (%v)", i, s, got)
+		}
+	}
+}
+
+func TestCancelReachesHandler(t *testing.T) {
+	cancelled := make(chan struct{})
+	h := jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	})
+	a, _ := pair(t, nil, h, jsonrpc.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := a.Call(ctx, "block", nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Errorf("Call returned after %v, want about 20ms", d)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the handler's context was not cancelled by $/cancel")
+	}
+}
+
+func TestGarbageIsSkipped(t *testing.T) {
+	var logs syncBuffer
+	log := zerolog.New(&logs)
+	pr, pw := io.Pipe()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, outR)
+	c := jsonrpc.NewConn(pr, outW, nil, jsonrpc.Options{Logger: &log, MaxLineBytes: 100})
+	defer c.Close()
+
+	// A call whose response arrives after garbage lines.
+	res := make(chan error, 1)
+	go func() {
+		got, err := c.Call(context.Background(), "x", nil)
+		if err == nil && string(got) != `"ok"` {
+			err = fmt.Errorf("result %s", got)
+		}
+		res <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	garbage := []string{
+		"hello world",
+		`{"jsonrpc":"1.0","id":1,"result":1}`,
+		`{"jsonrpc":"2.0"}`,
+		`{"jsonrpc":"2.0","id":"zz","result":1}`,
+		`[1,2,3]`,
+		`{"jsonrpc":"2.0","id":1,"result":"` + strings.Repeat("x", 200) + `"}`,
+		"",
+		"\r",
+	}
+	for _, g := range garbage {
+		fmt.Fprintln(pw, g)
+	}
+	fmt.Fprintln(pw, `{"jsonrpc":"2.0","id":1,"result":"ok"}`)
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not complete after garbage")
+	}
+	out := logs.String()
+	for _, want := range []string{"not a JSON object", "not JSON-RPC 2.0", "neither a request nor a response", "was never sent", "line too long"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	pw.Close()
+}
+
+func TestCloseFailsPendingCalls(t *testing.T) {
+	a, b := pair(t, nil, echo(), jsonrpc.Options{})
+	res := make(chan error, 1)
+	go func() {
+		_, err := a.Call(context.Background(), "block", nil)
+		res <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	b.Close() // the other end goes away
+	select {
+	case err := <-res:
+		if !errors.Is(err, jsonrpc.ErrClosed) {
+			t.Fatalf("err = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("pending call hangs after the peer closed")
+	}
+	if _, err := a.Call(context.Background(), "echo", nil); !errors.Is(err, jsonrpc.ErrClosed) {
+		t.Fatalf("call after close: err = %v, want ErrClosed", err)
+	}
+}
+
+func TestWriteToPeerThatDoesNotReadIsBounded(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	idle, _ := io.Pipe()
+	c := jsonrpc.NewConn(idle, w, nil, jsonrpc.Options{})
+	defer c.Close()
+	big := json.RawMessage(`"` + strings.Repeat("x", 1<<16) + `"`)
+	start := time.Now()
+	for range 8 { // fills the pipe buffer; nobody reads r
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err = c.Call(ctx, "x", big)
+		cancel()
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		t.Fatal("writing to a full pipe never failed")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("calls took %v", d)
+	}
+}
+
+func TestOverloaded(t *testing.T) {
+	release := make(chan struct{})
+	h := jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		<-release
+		return nil, nil
+	})
+	a, _ := pair(t, nil, h, jsonrpc.Options{MaxInFlight: 2})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = a.Call(context.Background(), "slow", nil)
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	_, err := a.Call(context.Background(), "slow", nil)
+	var re *jsonrpc.Error
+	if !errors.As(err, &re) || re.Code != jsonrpc.CodeOverloaded {
+		t.Fatalf("third call: err = %v, want CodeOverloaded", err)
+	}
+	close(release)
+	wg.Wait()
+}
