@@ -1,0 +1,366 @@
+package agents_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/agents/llmtest"
+)
+
+func userPrompt(text string) *agents.Request {
+	return &agents.Request{Messages: []agents.Message{
+		{Role: agents.RoleSystem, Content: "You are a test."},
+		{Role: agents.RoleUser, Content: text},
+	}}
+}
+
+// collect reads a stream to its end.
+func collect(t *testing.T, s agents.Stream) ([]agents.Event, error) {
+	t.Helper()
+	defer s.Close()
+	var evs []agents.Event
+	for {
+		ev, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return evs, nil
+		} else if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+}
+
+func TestOpenAIStreams(t *testing.T) {
+	cases := []struct {
+		name   string
+		reply  llmtest.Reply
+		text   []string
+		calls  []agents.ToolCall
+		finish agents.FinishReason
+	}{
+		{
+			name:   "plain text in chunks",
+			reply:  llmtest.Text("Hel", "lo, ", "wörld 🌍"),
+			text:   []string{"Hel", "lo, ", "wörld 🌍"},
+			finish: agents.FinishStop,
+		},
+		{
+			name:   "tool call split across chunks",
+			reply:  llmtest.Calls(llmtest.ToolCall("call_a", "current_time", `{"timezone":"Europe/Berlin"}`).WithPieces(5)),
+			calls:  []agents.ToolCall{{ID: "call_a", Name: "current_time", Arguments: `{"timezone":"Europe/Berlin"}`}},
+			finish: agents.FinishToolCalls,
+		},
+		{
+			name: "parallel tool calls",
+			reply: llmtest.Calls(
+				llmtest.ToolCall("call_1", "current_time", `{"timezone":"Asia/Tokyo"}`).WithPieces(3),
+				llmtest.ToolCall("call_2", "room_info", `{}`),
+				llmtest.ToolCall("call_3", "current_time", `{"timezone":"UTC"}`).WithPieces(7),
+			),
+			calls: []agents.ToolCall{
+				{ID: "call_1", Name: "current_time", Arguments: `{"timezone":"Asia/Tokyo"}`},
+				{ID: "call_2", Name: "room_info", Arguments: `{}`},
+				{ID: "call_3", Name: "current_time", Arguments: `{"timezone":"UTC"}`},
+			},
+			finish: agents.FinishToolCalls,
+		},
+		{
+			name:   "text then tool call",
+			reply:  llmtest.Calls(llmtest.ToolCall("c", "room_info", "")).WithText("Let me ", "look."),
+			text:   []string{"Let me ", "look."},
+			calls:  []agents.ToolCall{{ID: "c", Name: "room_info", Arguments: "{}"}},
+			finish: agents.FinishToolCalls,
+		},
+		{
+			name:   "tool call without id",
+			reply:  llmtest.Calls(llmtest.ToolCall("", "room_info", "{}")),
+			calls:  []agents.ToolCall{{ID: "call_0", Name: "room_info", Arguments: "{}"}},
+			finish: agents.FinishToolCalls,
+		},
+		{
+			name:   "length limit",
+			reply:  llmtest.Text("cut").WithFinish("length"),
+			text:   []string{"cut"},
+			finish: agents.FinishLength,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, tc.reply.WithUsage(11, 7))
+			m := testModel(t, srv)
+			s, err := m.Stream(t.Context(), userPrompt("hi"))
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			evs, err := collect(t, s)
+			if err != nil {
+				t.Fatalf("Recv: %v", err)
+			}
+			var (
+				text  []string
+				calls []agents.ToolCall
+				kinds []agents.EventKind
+				usage agents.Usage
+				fin   agents.FinishReason
+			)
+			for _, ev := range evs {
+				kinds = append(kinds, ev.Kind)
+				switch ev.Kind {
+				case agents.EventText:
+					text = append(text, ev.Text)
+				case agents.EventToolCalls:
+					calls = append(calls, ev.ToolCalls...)
+				case agents.EventUsage:
+					usage = ev.Usage
+				case agents.EventFinish:
+					fin = ev.FinishReason
+				}
+			}
+			if !reflect.DeepEqual(text, tc.text) {
+				t.Errorf("text deltas = %q, want %q", text, tc.text)
+			}
+			if !reflect.DeepEqual(calls, tc.calls) {
+				t.Errorf("tool calls = %+v, want %+v", calls, tc.calls)
+			}
+			if fin != tc.finish {
+				t.Errorf("finish = %q, want %q", fin, tc.finish)
+			}
+			if want := (agents.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}); usage != want {
+				t.Errorf("usage = %+v, want %+v", usage, want)
+			}
+			if kinds[len(kinds)-1] != agents.EventFinish {
+				t.Errorf("last event = %v, want finish", kinds[len(kinds)-1])
+			}
+			if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+				t.Errorf("Recv after end = %v, want io.EOF", err)
+			}
+		})
+	}
+}
+
+func TestOpenAIRequestWire(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text("ok"))
+	m := testModel(t, srv)
+	temp := float32(0.5)
+	req := &agents.Request{
+		Messages: []agents.Message{
+			{Role: agents.RoleSystem, Content: "sys"},
+			{Role: agents.RoleUser, Content: "what time is it?", Name: "alice"},
+			{Role: agents.RoleAssistant, ToolCalls: []agents.ToolCall{{ID: "call_1", Name: "current_time", Arguments: `{"timezone":"UTC"}`}}},
+			{Role: agents.RoleTool, ToolCallID: "call_1", Content: `{"time":"now"}`},
+		},
+		Tools: []agents.ToolSpec{
+			{Name: "current_time", Description: "time", Parameters: json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string"}}}`)},
+			{Name: "room_info"},
+		},
+		MaxTokens:   100,
+		Temperature: &temp,
+	}
+	if _, err := agents.Complete(t.Context(), m, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.LastRequest(t)
+	if got.Path != "/v1/chat/completions" || got.Method != http.MethodPost {
+		t.Errorf("request = %s %s", got.Method, got.Path)
+	}
+	if auth := got.Header.Get("Authorization"); auth != "Bearer "+testKey {
+		t.Errorf("Authorization = %q", auth)
+	}
+	b := got.Body
+	if b.Model != "test-model" || !b.Stream || b.StreamOptions == nil || !b.StreamOptions.IncludeUsage || b.MaxTokens != 100 {
+		t.Errorf("body = %+v", b)
+	}
+	if b.Temperature == nil || *b.Temperature != 0.5 {
+		t.Errorf("temperature = %v", b.Temperature)
+	}
+	if len(b.Messages) != 4 || b.Messages[1].Name != "alice" || b.Messages[2].ToolCalls[0].Function.Arguments != `{"timezone":"UTC"}` ||
+		b.Messages[2].ToolCalls[0].Type != "function" || b.Messages[3].ToolCallID != "call_1" {
+		t.Errorf("messages = %+v", b.Messages)
+	}
+	if len(b.Tools) != 2 || string(b.Tools[1].Function.Parameters) != `{"type":"object","properties":{}}` || b.Tools[0].Type != "function" {
+		t.Errorf("tools = %+v", b.Tools)
+	}
+}
+
+func TestOpenAIErrors(t *testing.T) {
+	cases := []struct {
+		name      string
+		reply     llmtest.Reply
+		spec      func(*agents.ModelSpec)
+		timeout   time.Duration
+		kind      agents.ErrorKind
+		status    int
+		retryable bool
+		message   string
+		is        error
+	}{
+		{name: "HTTP 500", reply: llmtest.HTTPError(500, "the engine is on fire"), kind: agents.ErrorHTTP, status: 500, retryable: true, message: "HTTP 500 Internal Server Error: the engine is on fire"},
+		{name: "HTTP 401", reply: llmtest.HTTPError(401, "Incorrect API key provided"), kind: agents.ErrorHTTP, status: 401, message: "HTTP 401 Unauthorized: Incorrect API key provided"},
+		{name: "HTTP 429", reply: llmtest.HTTPError(429, "Rate limit reached"), kind: agents.ErrorHTTP, status: 429, retryable: true, message: "HTTP 429 Too Many Requests: Rate limit reached"},
+		{name: "HTTP 502 with a non-JSON body", reply: llmtest.Reply{Status: 502, Body: "<html>bad gateway</html>"}, kind: agents.ErrorHTTP, status: 502, retryable: true, message: "HTTP 502 Bad Gateway: <html>bad gateway</html>"},
+		{name: "HTTP 400 with an empty body", reply: llmtest.Reply{Status: 400, Body: " "}, kind: agents.ErrorHTTP, status: 400, message: "HTTP 400 Bad Request: (empty body)"},
+		{name: "deadline before the headers", reply: llmtest.Text("late").WithDelay(5 * time.Second), timeout: 100 * time.Millisecond, kind: agents.ErrorTimeout, retryable: true, message: "deadline", is: context.DeadlineExceeded},
+		{name: "deadline during the stream", reply: llmtest.Text("a", "b", "c").WithChunkDelay(5 * time.Second), timeout: 200 * time.Millisecond, kind: agents.ErrorTimeout, retryable: true, message: "deadline", is: context.DeadlineExceeded},
+		{name: "server silent past the request timeout", reply: llmtest.Text("a", "b").WithChunkDelay(5 * time.Second), spec: func(s *agents.ModelSpec) { s.RequestTimeout = 150 * time.Millisecond }, kind: agents.ErrorTimeout, retryable: true, message: "sent nothing for 150ms", is: context.DeadlineExceeded},
+		{name: "invalid JSON chunk", reply: llmtest.Garbage(`data: {"id": "x", "choices": [`), kind: agents.ErrorProtocol, message: "invalid JSON"},
+		{name: "chunk of the wrong shape", reply: llmtest.Garbage(`data: {"choices": "many"}`), kind: agents.ErrorProtocol, message: "invalid JSON"},
+		{name: "not an event stream", reply: llmtest.Reply{EmptyChoices: true, Garbage: []string{"<html>", "<body>hello</body>", "</html>"}}, kind: agents.ErrorProtocol, message: "no choices"},
+		{name: "truncated stream", reply: llmtest.Text("Hello", " wor").Truncated(), kind: agents.ErrorProtocol, retryable: true, message: "truncated", is: io.ErrUnexpectedEOF},
+		{name: "empty choices", reply: llmtest.Reply{EmptyChoices: true}, kind: agents.ErrorProtocol, message: "no choices"},
+		{name: "error object in the stream", reply: llmtest.Garbage(`data: {"error": {"message": "model overloaded", "type": "server_error"}}`), kind: agents.ErrorServer, retryable: true, message: "model overloaded"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, tc.reply)
+			m := testModel(t, srv, func(s *agents.ModelSpec) {
+				if tc.spec != nil {
+					tc.spec(s)
+				}
+			})
+			ctx := t.Context()
+			if tc.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+				defer cancel()
+			}
+			start := time.Now()
+			_, err := agents.Complete(ctx, m, userPrompt("hi"), nil)
+			if elapsed := time.Since(start); elapsed > 3*time.Second {
+				t.Errorf("failing took %v", elapsed)
+			}
+			t.Logf("error: %v", err)
+			var me *agents.ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("error = %v (%T), want *ModelError", err, err)
+			}
+			if me.Kind != tc.kind || me.StatusCode != tc.status || me.Retryable != tc.retryable {
+				t.Errorf("error = kind %q status %d retryable %v, want %q %d %v (%v)", me.Kind, me.StatusCode, me.Retryable, tc.kind, tc.status, tc.retryable, err)
+			}
+			if !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("error %q does not mention %q", err, tc.message)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %v is not %v", err, tc.is)
+			}
+			if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("error leaks the API key: %v", err)
+			}
+			if me.Model != "test-model" {
+				t.Errorf("error model = %q", me.Model)
+			}
+		})
+	}
+}
+
+func TestOpenAICancelAndNetwork(t *testing.T) {
+	t.Run("cancelled mid-stream", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Text("a", "b", "c").WithChunkDelay(5*time.Second))
+		m := testModel(t, srv)
+		ctx, cancel := context.WithCancel(t.Context())
+		s, err := m.Stream(ctx, userPrompt("hi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.Recv(); err != nil { // the first delta arrives at once
+			t.Fatal(err)
+		}
+		cancel()
+		_, err = collect(t, s)
+		var me *agents.ModelError
+		if !errors.As(err, &me) || me.Kind != agents.ErrorCancelled || !errors.Is(err, context.Canceled) || me.Retryable {
+			t.Fatalf("error = %v, want a cancelled *ModelError", err)
+		}
+	})
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		m, err := agents.NewModel(agents.ModelSpec{BaseURL: "http://" + addr + "/v1", Model: "m", APIKey: testKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = agents.Complete(t.Context(), m, userPrompt("hi"), nil)
+		var me *agents.ModelError
+		if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork || !me.Retryable {
+			t.Fatalf("error = %v, want a retryable network *ModelError", err)
+		}
+		if strings.Contains(err.Error(), testKey) {
+			t.Errorf("error leaks the API key: %v", err)
+		}
+	})
+	t.Run("server closed mid-stream", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Text("a", "b").WithChunkDelay(5*time.Second))
+		m := testModel(t, srv)
+		s, err := m.Stream(t.Context(), userPrompt("hi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		_, err = collect(t, s)
+		t.Logf("error: %v", err)
+		var me *agents.ModelError
+		if !errors.As(err, &me) || !me.Retryable {
+			t.Fatalf("error = %v, want a retryable *ModelError", err)
+		}
+	})
+}
+
+func TestNewModel(t *testing.T) {
+	cases := []struct {
+		name    string
+		spec    agents.ModelSpec
+		wantErr string
+	}{
+		{name: "openai", spec: agents.ModelSpec{Provider: "openai", Model: "gpt-4o-mini"}},
+		{name: "provider defaults to openai", spec: agents.ModelSpec{Model: "llama3", BaseURL: "http://localhost:11434/v1"}},
+		{name: "echo", spec: agents.ModelSpec{Provider: "echo"}},
+		{name: "openai without model", spec: agents.ModelSpec{Provider: "openai"}, wantErr: "no model name"},
+		{name: "bad base url", spec: agents.ModelSpec{Model: "m", BaseURL: "localhost:11434"}, wantErr: "not an http(s) URL"},
+		{name: "unknown provider", spec: agents.ModelSpec{Provider: "anthropic", Model: "m"}, wantErr: `unknown provider "anthropic"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := agents.NewModel(tc.spec)
+			if tc.wantErr == "" {
+				if err != nil || m == nil {
+					t.Fatalf("NewModel = %v, %v", m, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestModelSpecNeverShowsKey(t *testing.T) {
+	spec := agents.ModelSpec{Model: "m", APIKey: testKey}.WithDefaults()
+	var b strings.Builder
+	l := zlog(&b)
+	l.Info().Object("model", spec).Msg("x")
+	for _, s := range []string{spec.String(), b.String(), sprintf("%v", spec), sprintf("%+v", spec), sprintf("%#v", spec)} {
+		if strings.Contains(s, "SECRET") {
+			t.Errorf("spec shows its key: %s", s)
+		}
+	}
+	if !strings.Contains(b.String(), `"api_key_set":true`) || spec.ContextWindow != agents.DefaultContextWindow || spec.BaseURL != agents.DefaultBaseURL {
+		t.Errorf("log = %s, spec = %v", b.String(), spec)
+	}
+}

@@ -1,0 +1,100 @@
+package agents
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Providers NewModel knows.
+const (
+	// ProviderOpenAI is any server that speaks OpenAI's chat completions
+	// API: OpenAI, Ollama, vLLM, llama.cpp server, LM Studio, OpenRouter,
+	// Groq, …
+	ProviderOpenAI = "openai"
+	// ProviderEcho is the offline demo model: it repeats the last user
+	// message and says that it is the echo model.
+	ProviderEcho = "echo"
+)
+
+// Defaults of ModelSpec.
+const (
+	DefaultBaseURL        = "https://api.openai.com/v1"
+	DefaultContextWindow  = 8192
+	DefaultRequestTimeout = 120 * time.Second
+)
+
+// ModelSpec is the plain description of a model that NewModel turns into a
+// Model; the bot fills it from config.yaml. Zero values are defaults.
+type ModelSpec struct {
+	// Provider is ProviderOpenAI (the default) or ProviderEcho.
+	Provider string
+	// BaseURL is the API root including the version, e.g.
+	// "http://localhost:11434/v1" (default DefaultBaseURL).
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends none. It is never
+	// logged: ModelSpec's log form only says whether it is set.
+	APIKey string
+	// Model is the model name the server knows (required for openai).
+	Model string
+	// ContextWindow is the model's context size in tokens (default
+	// DefaultContextWindow); history budgets are a fraction of it.
+	ContextWindow int
+	// RequestTimeout bounds how long the server may stay silent: until the
+	// response headers arrive, and then between two stream chunks (default
+	// DefaultRequestTimeout). The caller's context bounds the whole call.
+	RequestTimeout time.Duration
+	// HTTPClient, when set, sends the requests (proxies, tests).
+	HTTPClient *http.Client
+}
+
+// WithDefaults returns s with its zero values replaced by the defaults
+// NewModel uses.
+func (s ModelSpec) WithDefaults() ModelSpec {
+	s.Provider = cmp.Or(s.Provider, ProviderOpenAI)
+	if s.Provider == ProviderOpenAI {
+		s.BaseURL = cmp.Or(s.BaseURL, DefaultBaseURL)
+	}
+	if s.Provider == ProviderEcho {
+		s.Model = cmp.Or(s.Model, "echo")
+	}
+	s.ContextWindow = cmp.Or(s.ContextWindow, DefaultContextWindow)
+	s.RequestTimeout = cmp.Or(s.RequestTimeout, DefaultRequestTimeout)
+	return s
+}
+
+// MarshalZerologObject logs the spec without its API key.
+func (s ModelSpec) MarshalZerologObject(e *zerolog.Event) {
+	e.Str("provider", s.Provider).Str("base_url", s.BaseURL).Str("model", s.Model).
+		Int("context_window", s.ContextWindow).Dur("request_timeout", s.RequestTimeout).
+		Bool("api_key_set", s.APIKey != "")
+}
+
+// String describes the spec without its API key.
+func (s ModelSpec) String() string {
+	key := "unset"
+	if s.APIKey != "" {
+		key = "set"
+	}
+	return fmt.Sprintf("%s model %q at %q (context window %d, api key %s)", s.Provider, s.Model, s.BaseURL, s.ContextWindow, key)
+}
+
+// GoString is String, so that %#v does not print the key either.
+func (s ModelSpec) GoString() string { return s.String() }
+
+var _ zerolog.LogObjectMarshaler = ModelSpec{}
+
+// NewModel returns the model spec describes (after WithDefaults).
+func NewModel(spec ModelSpec) (Model, error) {
+	spec = spec.WithDefaults()
+	switch spec.Provider {
+	case ProviderOpenAI:
+		return newOpenAI(spec)
+	case ProviderEcho:
+		return EchoModel{}, nil
+	}
+	return nil, fmt.Errorf("failed to create model: unknown provider %q (want %q or %q)", spec.Provider, ProviderOpenAI, ProviderEcho)
+}
