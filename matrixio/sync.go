@@ -33,6 +33,14 @@ type EventSink interface {
 	HandleSync(ctx context.Context, acct id.UserID, batch SyncBatch) error
 }
 
+// ReadyNotifier is an optional interface of an EventSink. SyncReady is
+// called once per Run, after the first sync response of the run was handed
+// over (or found empty) and its token saved: the account has caught up
+// with what happened while it was away.
+type ReadyNotifier interface {
+	SyncReady(ctx context.Context, acct id.UserID)
+}
+
 // EventSinkFunc adapts a function to EventSink.
 type EventSinkFunc func(ctx context.Context, acct id.UserID, batch SyncBatch) error
 
@@ -152,6 +160,7 @@ func (a *Account) Run(ctx context.Context, sink EventSink) error {
 
 	backoff := cfg.Retry.InitialBackoff
 	failing := false
+	ready, notify := sink.(ReadyNotifier)
 	// pause waits after a failure; it reports false when ctx ended.
 	pause := func(err error, what string) bool {
 		wait, named := RetryAfter(err)
@@ -163,11 +172,15 @@ func (a *Account) Run(ctx context.Context, sink EventSink) error {
 		failing = true
 		return sleepCtx(ctx, wait) == nil
 	}
+	first := true
 	for ctx.Err() == nil {
+		// The first request of a run catches up at once instead of
+		// long-polling, so the account is ready as soon as it can be.
 		timeout := cfg.SyncTimeout
-		if since == "" || failing {
+		if first || failing {
 			timeout = 0
 		}
+		first = false
 		resp, err := a.cli().FullSyncRequest(ctx, mautrix.ReqSync{
 			Timeout:  int(timeout / time.Millisecond),
 			Since:    since,
@@ -225,6 +238,10 @@ func (a *Account) Run(ctx context.Context, sink EventSink) error {
 		since = resp.NextBatch
 		failing = false
 		backoff = cfg.Retry.InitialBackoff
+		if notify {
+			ready.SyncReady(ctx, a.userID)
+			notify = false
+		}
 	}
 	return nil
 }

@@ -1,12 +1,12 @@
-// Command hookroom runs the hookroom Matrix agent server.
+// Command hookroom runs the hookroom Matrix agent server. See README.md.
 package main
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/hookroom/hookroom/bot"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "hookroom: not yet runnable")
-	os.Exit(2)
+	os.Exit(bot.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -1,0 +1,33 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	_ "github.com/lib/pq" // the PostgreSQL driver, registered as "postgres"
+	"go.mau.fi/util/dbutil"
+
+	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/tracking"
+)
+
+// OpenDatabase opens the database config.yaml names: SQLite in WAL mode with
+// a busy timeout (the default), or PostgreSQL.
+func OpenDatabase(ctx context.Context, cfg *config.Config) (*dbutil.Database, error) {
+	switch cfg.Database.Type {
+	case config.DatabasePostgres:
+		db, err := dbutil.NewWithDialect(cfg.Database.URI.Reveal(), "postgres")
+		if err != nil {
+			return nil, fmt.Errorf("failed to open postgres database: %w", err)
+		}
+		return db, nil
+	default:
+		path := cfg.Database.URI.Reveal()
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("failed to create database directory: %w", err)
+		}
+		return tracking.OpenSQLite(ctx, path)
+	}
+}

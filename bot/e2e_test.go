@@ -1,0 +1,273 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/matrixio/hstest"
+)
+
+// From an empty homeserver, hookroom creates its accounts and rooms and
+// joins them; a restart reuses the same devices and creates nothing twice.
+func TestAccountsAndRoomsFromScratch(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(fmt.Sprintf(`
+rooms:
+  lobby:
+    alias: %s
+    name: Lobby
+agents:
+  helper:
+    username: %s
+    rooms: [lobby]
+`, e.localpart("lobby"), e.localpart("helper")))
+	var rec events
+	r := e.start(cfg, &rec, Options{})
+	lobby := r.bot.rooms["lobby"]
+	if lobby == "" {
+		t.Fatal("lobby was not provisioned")
+	}
+	devices := map[id.UserID]id.DeviceID{}
+	for u, ent := range r.bot.accounts {
+		devices[u] = ent.account.DeviceID()
+	}
+	agent := r.bot.agents["helper"]
+	members, err := r.bot.router.JoinedMembers(context.Background(), lobby)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := members[agent.UserID()]; !ok {
+		t.Errorf("agent not joined to the lobby: %v", members)
+	}
+	if got := rec.list("started:"); !slices.Equal(got, []string{"started:router", "started:helper"}) {
+		t.Errorf("agent:started fired %v", got)
+	}
+	r.stop(t)
+	if got := rec.list("stopped:"); len(got) != 2 {
+		t.Errorf("agent:stopped fired %v", got)
+	}
+
+	r2 := e.start(cfg, &rec, Options{})
+	if got := r2.bot.rooms["lobby"]; got != lobby {
+		t.Errorf("after restart lobby is %s, was %s", got, lobby)
+	}
+	for u, ent := range r2.bot.accounts {
+		if ent.account.DeviceID() != devices[u] {
+			t.Errorf("%s: device %s after restart, was %s", u, ent.account.DeviceID(), devices[u])
+		}
+	}
+	joined, err := r2.bot.router.Client().JoinedRooms(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(joined.JoinedRooms) != 1 {
+		t.Errorf("router is in %d rooms after restart, want 1 (no room created twice)", len(joined.JoinedRooms))
+	}
+}
+
+// createRoom makes a public room owned by a person, inviting the given users.
+func createRoom(t *testing.T, u *hstest.User, invite ...id.UserID) id.RoomID {
+	t.Helper()
+	resp, err := u.Client.CreateRoom(context.Background(), &mautrix.ReqCreateRoom{Preset: "public_chat", Invite: invite})
+	if err != nil {
+		t.Fatalf("create room: %v", err)
+	}
+	return resp.RoomID
+}
+
+// room:member_joined fires once per room and person, ever: not for people
+// present before hookroom first synced, not again after leave and rejoin or
+// a restart. The joining person is an independent client (matrix-nio).
+func TestMemberJoinedOnce(t *testing.T) {
+	e := newEnv(t)
+	owner := e.hs.RegisterUser(t, "owner")
+	early := e.hs.RegisterUser(t, "early")
+	late := e.hs.RegisterUser(t, "late")
+	router := e.userID("router")
+	room := createRoom(t, owner, router, early.UserID)
+	if _, err := early.Client.JoinRoomByID(context.Background(), room); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.config(fmt.Sprintf(`
+rooms:
+  club:
+    id: "%s"
+authorization:
+  global_users: ["%s"]
+`, room, owner.UserID))
+	var rec events
+	r := e.start(cfg, &rec, Options{})
+
+	if _, err := owner.Client.InviteUser(context.Background(), room, &mautrix.ReqInviteUser{UserID: late.UserID}); err != nil {
+		t.Fatal(err)
+	}
+	// The late member joins, leaves and joins again with matrix-nio.
+	hstest.RunNio(t, `
+import asyncio, sys, hsnio
+async def main():
+    url, user, password, room = sys.argv[1:5]
+    c = await hsnio.login(url, user, password)
+    for step in ("join", "leave", "join"):
+        r = await (c.join(room) if step == "join" else c.room_leave(room))
+        if type(r).__name__.endswith("Error"):
+            hsnio.fail(f"{step} failed: {r}")
+        await asyncio.sleep(0.3)
+    await c.close()
+asyncio.run(main())
+`, e.hs.URL, string(late.UserID), late.Password, string(room))
+
+	want := fmt.Sprintf("joined:%s:%s", room, late.UserID)
+	rec.waitFor(t, "left:", 1, 30*time.Second)
+	time.Sleep(time.Second) // let the rejoin arrive
+	if got := rec.list("joined:"); !slices.Equal(got, []string{want}) {
+		t.Errorf("member_joined fired %v, want exactly [%s]", got, want)
+	}
+	if got := rec.list("left:"); !slices.Equal(got, []string{fmt.Sprintf("left:%s:%s", room, late.UserID)}) {
+		t.Errorf("member_left fired %v", got)
+	}
+	r.stop(t)
+
+	// After a restart nothing fires again, and a leave+rejoin while
+	// hookroom was down does not count as new either.
+	if _, err := late.Client.LeaveRoom(context.Background(), room); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := late.Client.JoinRoomByID(context.Background(), room); err != nil {
+		t.Fatal(err)
+	}
+	e.start(cfg, &rec, Options{})
+	time.Sleep(2 * time.Second)
+	if got := rec.list("joined:"); len(got) != 1 {
+		t.Errorf("after restart member_joined fired %v, want only the first join", got)
+	}
+}
+
+const (
+	childEnv      = "HOOKROOM_TEST_CHILD_CONFIG"
+	childSecret   = "HOOKROOM_TEST_CHILD_SECRET"
+	childKillMode = "HOOKROOM_TEST_CHILD_KILL"
+)
+
+// runChild runs a bot from the config named by the environment and kills
+// itself with SIGKILL right after the first inbound event was written to
+// the inbox, before anything is handled.
+func runChild() {
+	cfgPath := os.Getenv(childEnv)
+	secret := os.Getenv(childSecret)
+	ctx := context.Background()
+	cfg, err := loadConfigWithSecret(ctx, cfgPath, secret)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(3)
+	}
+	b, err := New(ctx, cfg, Options{
+		Registry: func(s hooks.Services) (*hooks.Registry, error) {
+			return hooks.NewRegistry(nil, hooks.Options{Services: s})
+		},
+		AfterRecord: func(*event.Event) {
+			if os.Getenv(childKillMode) != "" {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				time.Sleep(time.Minute)
+			}
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(3)
+	}
+	if err := b.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(4)
+	}
+}
+
+// 500 messages sent to 5 rooms while hookroom is down are each handed to
+// the pipeline exactly once after it starts, also when the process is
+// killed between writing them to the inbox and handling them.
+func TestInboxExactlyOnce(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		name := "restart"
+		if kill {
+			name = "sigkill between inbox and handling"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			owner := e.hs.RegisterUser(t, "owner")
+			router := e.userID("router")
+			var rooms []id.RoomID
+			var roomsYAML strings.Builder
+			roomsYAML.WriteString("rooms:\n")
+			for i := range 5 {
+				r := createRoom(t, owner, router)
+				rooms = append(rooms, r)
+				fmt.Fprintf(&roomsYAML, "  r%d:\n    id: \"%s\"\n", i, r)
+			}
+			cfg := e.config(roomsYAML.String() + fmt.Sprintf("authorization:\n  global_users: [\"%s\"]\n", owner.UserID))
+			var rec events
+			r := e.start(cfg, &rec, Options{})
+			r.stop(t)
+
+			// While hookroom is down: 100 messages into each room.
+			sent := map[id.EventID]bool{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for _, room := range rooms {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 100 {
+						resp, err := owner.Client.SendText(context.Background(), room, fmt.Sprintf("message %d", i))
+						if err != nil {
+							t.Errorf("send: %v", err)
+							return
+						}
+						mu.Lock()
+						sent[resp.EventID] = true
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+
+			if kill {
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), childEnv+"="+e.yaml, childSecret+"="+e.hs.Secret, childKillMode+"=1")
+				out, err := cmd.CombinedOutput()
+				var ee *exec.ExitError
+				if err == nil || !errorsAs(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
+				}
+			}
+
+			e.start(cfg, &rec, Options{})
+			got := rec.waitFor(t, "msg:", len(sent), 120*time.Second)
+			time.Sleep(time.Second) // anything handed over twice would show up now
+			got = rec.list("msg:")
+			counts := map[string]int{}
+			for _, s := range got {
+				counts[s[strings.LastIndex(s, ":$")+1:]]++
+			}
+			for evID := range sent {
+				if counts[string(evID)] != 1 {
+					t.Errorf("%s handed over %d times", evID, counts[string(evID)])
+				}
+			}
+			if len(got) != len(sent) {
+				t.Errorf("pipeline saw %d messages, %d were sent", len(got), len(sent))
+			}
+		})
+	}
+}

@@ -1,0 +1,271 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/matrixio"
+)
+
+var botReady = hooks.BotReady
+
+// handleEvent is the pipeline's entry point, called once per inbound
+// Matrix event (whichever accounts saw it), in room order.
+func (b *Bot) handleEvent(ctx context.Context, ev *event.Event) {
+	if ev.StateKey != nil && ev.Type == event.StateMember {
+		b.handleMember(ctx, ev)
+		return
+	}
+	if e, managed := b.accounts[ev.Sender]; managed {
+		b.services.remember(ev, e)
+		return
+	}
+	if b.isManaged(ev.Sender) {
+		return // another bot
+	}
+	switch ev.Type {
+	case event.EventMessage:
+		b.handleMessage(ctx, ev)
+	case event.EventReaction:
+		b.handleReaction(ctx, ev)
+	}
+}
+
+// authorized reports whether user may talk to agents in room.
+func (b *Bot) authorized(user id.UserID, room id.RoomID) bool {
+	if b.isManaged(user) {
+		return false
+	}
+	auth := b.cfg.Authorization
+	for _, u := range auth.GlobalUsers {
+		if u == user {
+			return true
+		}
+	}
+	listed := false
+	for ref, users := range auth.RoomPermissions {
+		if b.roomRefID(ref) != room {
+			continue
+		}
+		listed = true
+		for _, u := range users {
+			if u == user {
+				return true
+			}
+		}
+	}
+	return !listed && auth.DefaultRoomAccess
+}
+
+// roomRefID resolves a room reference of config.yaml (a room key, a room id
+// or an alias of a configured room) to the room id it names here.
+func (b *Bot) roomRefID(ref string) id.RoomID {
+	if rid, ok := b.rooms[ref]; ok {
+		return rid
+	}
+	if len(ref) > 0 && ref[0] == '!' {
+		return id.RoomID(ref)
+	}
+	for key, r := range b.cfg.Rooms {
+		if string(r.FullAlias(b.cfg.Matrix.ServerName)) == ref {
+			return b.rooms[key]
+		}
+	}
+	return ""
+}
+
+// handleMessage runs a person's message through the pipeline.
+func (b *Bot) handleMessage(ctx context.Context, ev *event.Event) {
+	log := zerolog.Ctx(ctx)
+	if !b.authorized(ev.Sender, ev.RoomID) {
+		log.Debug().Stringer("sender", ev.Sender).Msg("ignoring message from an unauthorized sender")
+		return
+	}
+	msg := ev.Content.AsMessage()
+	if msg == nil {
+		log.Warn().Msg("ignoring a message event whose content could not be parsed")
+		return
+	}
+	env := b.envelope(ev, msg)
+	reg := b.live.Load()
+	if reg.Has(hooks.MessageReceived.Name()) {
+		c := &hooks.MessageReceivedContext{Envelope: env}
+		c.CorrelationID = string(ev.ID)
+		if err := hooks.Emit(ctx, reg, hooks.MessageReceived, c); err != nil {
+			log.Warn().Err(err).Msg("message:received hooks did not finish")
+		}
+		if c.Suppress {
+			log.Info().Msg("message suppressed by a message:received hook")
+			return
+		}
+	}
+	log.Info().Stringer("sender", ev.Sender).Msg("message received")
+	b.respond(ctx, ev, env, reg)
+}
+
+// envelope describes a person's message for hooks.
+func (b *Bot) envelope(ev *event.Event, msg *event.MessageEventContent) hooks.Envelope {
+	thread := threadRoot(msg)
+	resolved := thread
+	if resolved == "" {
+		resolved = ev.ID
+	}
+	kind := hooks.SourceMessage
+	switch msg.MsgType {
+	case event.MsgImage, event.MsgFile, event.MsgAudio, event.MsgVideo:
+		kind = hooks.SourceMedia
+	}
+	if msg.RelatesTo != nil && msg.RelatesTo.Type == event.RelReplace {
+		kind = hooks.SourceEdit
+	}
+	return hooks.Envelope{
+		SourceEventID: ev.ID, RoomID: ev.RoomID, ThreadID: thread, ResolvedThreadID: resolved,
+		SessionID: string(ev.RoomID) + "/" + string(resolved), RequesterID: ev.Sender, SenderID: ev.Sender,
+		Body: msg.Body, SourceKind: kind,
+	}
+}
+
+func threadRoot(msg *event.MessageEventContent) id.EventID {
+	if msg.RelatesTo != nil && msg.RelatesTo.Type == event.RelThread {
+		return msg.RelatesTo.EventID
+	}
+	return ""
+}
+
+// respond answers a message that passed message:received. Until the turn
+// pipeline is in place, hookroom runs without replies.
+func (b *Bot) respond(context.Context, *event.Event, hooks.Envelope, *hooks.Registry) {}
+
+// handleReaction fires reaction:received for a person's reaction.
+func (b *Bot) handleReaction(ctx context.Context, ev *event.Event) {
+	if !b.authorized(ev.Sender, ev.RoomID) {
+		return
+	}
+	rel := ev.Content.AsReaction().GetRelatesTo()
+	if rel == nil || rel.Type != event.RelAnnotation {
+		return
+	}
+	reg := b.live.Load()
+	if !reg.Has(hooks.ReactionReceived.Name()) {
+		return
+	}
+	c := &hooks.ReactionReceivedContext{
+		RoomID: ev.RoomID, EventID: ev.ID, SenderID: ev.Sender, Key: rel.Key, TargetEventID: rel.EventID,
+	}
+	if m := b.services.lookup(rel.EventID); m != nil {
+		c.Agent, c.ThreadID = m.agent, m.thread
+	}
+	c.CorrelationID = string(ev.ID)
+	if err := hooks.Emit(ctx, reg, hooks.ReactionReceived, c); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("reaction:received hooks did not finish")
+	}
+}
+
+// trackMembers records, for rooms the router sees for the first time, who
+// is already a member: those people never trigger room:member_joined.
+func (b *Bot) trackMembers(ctx context.Context, batch matrixio.SyncBatch) error {
+	for _, room := range batch.Rooms {
+		seeded, err := b.track.RoomSeeded(ctx, room.RoomID)
+		if err != nil {
+			return fmt.Errorf("failed to read member markers of %s: %w", room.RoomID, err)
+		}
+		if seeded {
+			continue
+		}
+		var present []id.UserID
+		for _, evs := range [][]*event.Event{room.State, room.Timeline} {
+			for _, ev := range evs {
+				if ev.Type != event.StateMember || ev.StateKey == nil {
+					continue
+				}
+				if m := ev.Content.AsMember(); m != nil && m.Membership == event.MembershipJoin {
+					present = append(present, id.UserID(*ev.StateKey))
+				}
+			}
+		}
+		if err := b.track.SeedMembers(ctx, room.RoomID, present); err != nil {
+			return fmt.Errorf("failed to record members of %s: %w", room.RoomID, err)
+		}
+	}
+	return nil
+}
+
+// handleMember fires room:member_joined the first time a person joins a
+// room (ever) and room:member_left when a person leaves on their own.
+func (b *Bot) handleMember(ctx context.Context, ev *event.Event) {
+	user := id.UserID(*ev.StateKey)
+	if b.isManaged(user) {
+		return
+	}
+	m := ev.Content.AsMember()
+	if m == nil {
+		return
+	}
+	prev := prevMembership(ev)
+	reg := b.live.Load()
+	c := &hooks.RoomMemberContext{
+		RoomID: ev.RoomID, EventID: ev.ID, UserID: user, SenderID: ev.Sender,
+		DisplayName: m.Displayname, AvatarURL: string(m.AvatarURL),
+		Membership: string(m.Membership), PrevMembership: string(prev.Membership),
+	}
+	c.CorrelationID = string(ev.ID)
+	switch {
+	case m.Membership == event.MembershipJoin && prev.Membership != event.MembershipJoin:
+		first, err := b.track.MarkJoined(ctx, ev.RoomID, user)
+		if err != nil {
+			zerolog.Ctx(ctx).Error().Err(err).Msg("failed to record a member join")
+			return
+		}
+		if !first {
+			return
+		}
+		zerolog.Ctx(ctx).Info().Stringer("user", user).Msg("new member joined")
+		if err := hooks.Emit(ctx, reg, hooks.RoomMemberJoined, c); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("room:member_joined hooks did not finish")
+		}
+	case m.Membership == event.MembershipLeave && prev.Membership == event.MembershipJoin && ev.Sender == user:
+		c.DisplayName, c.AvatarURL = prev.Displayname, string(prev.AvatarURL)
+		if err := hooks.Emit(ctx, reg, hooks.RoomMemberLeft, c); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("room:member_left hooks did not finish")
+		}
+	}
+}
+
+func prevMembership(ev *event.Event) *event.MemberEventContent {
+	if ev.Unsigned.PrevContent != nil {
+		_ = ev.Unsigned.PrevContent.ParseRaw(event.StateMember)
+		if m := ev.Unsigned.PrevContent.AsMember(); m != nil {
+			return m
+		}
+	}
+	return &event.MemberEventContent{}
+}
+
+// handleInvite accepts invites from authorized people and from hookroom's
+// own accounts; other invites are left pending.
+func (b *Bot) handleInvite(ctx context.Context, e entity, inv matrixio.Invite) {
+	ok := b.isManaged(inv.Sender)
+	for _, u := range b.cfg.Authorization.GlobalUsers {
+		ok = ok || u == inv.Sender
+	}
+	log := zerolog.Ctx(ctx).With().Stringer("room_id", inv.RoomID).Stringer("inviter", inv.Sender).Logger()
+	if !ok {
+		log.Info().Msg("leaving an invite from an unauthorized user pending")
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := e.account.AcceptInvite(ctx, inv.RoomID); err != nil {
+			log.Warn().Err(err).Msg("failed to accept invite")
+			return
+		}
+		log.Info().Msg("accepted invite")
+	}()
+}

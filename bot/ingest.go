@@ -1,0 +1,168 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/matrixio"
+)
+
+// handleSync is every account's EventSink. It runs before the sync token
+// that delivered the batch is saved: each event is written to the inbox
+// (de-duplicated across accounts) and queued for handling; only then does
+// it return, so a crash can never lose an event that was acknowledged.
+func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.SyncBatch) error {
+	e := b.accounts[acct]
+	log := zerolog.Ctx(ctx).With().Str("account", string(acct)).Logger()
+	if e.router {
+		if err := b.trackMembers(ctx, batch); err != nil {
+			return err
+		}
+	}
+	for _, inv := range batch.Invites {
+		b.handleInvite(ctx, e, inv)
+	}
+	// An account's first sync ever shows history, not new events: nothing
+	// in it is handled (the router's live syncs deliver what is new).
+	if !batch.Initial {
+		for _, room := range batch.Rooms {
+			if room.Gap {
+				log.Warn().Stringer("room_id", room.RoomID).Msg("sync gap could not be filled completely; some events may be missing")
+			}
+			fresh, err := b.track.RecordBatch(ctx, acct, room.Timeline)
+			if err != nil {
+				return fmt.Errorf("failed to record events of %s: %w", room.RoomID, err)
+			}
+			for _, ev := range fresh {
+				if b.opts.AfterRecord != nil {
+					b.opts.AfterRecord(ev)
+				}
+				b.dispatch.enqueue(ev)
+			}
+		}
+	}
+	return nil
+}
+
+// syncSink is what every account's sync loop hands its batches to.
+type syncSink struct{ b *Bot }
+
+var (
+	_ matrixio.EventSink     = syncSink{}
+	_ matrixio.ReadyNotifier = syncSink{}
+)
+
+func (s syncSink) HandleSync(ctx context.Context, acct id.UserID, batch matrixio.SyncBatch) error {
+	return s.b.handleSync(ctx, acct, batch)
+}
+
+// SyncReady fires bot:ready once the account caught up.
+func (s syncSink) SyncReady(ctx context.Context, acct id.UserID) {
+	s.b.markReady(ctx, s.b.accounts[acct])
+}
+
+// markReady fires bot:ready once per account and run, after its first sync.
+func (b *Bot) markReady(ctx context.Context, e entity) {
+	b.readyMu.Lock()
+	if b.ready[e.account.UserID()] {
+		b.readyMu.Unlock()
+		return
+	}
+	b.ready[e.account.UserID()] = true
+	b.readyMu.Unlock()
+	go b.emitLifecycleFor(context.WithoutCancel(ctx), botReady, e, "")
+}
+
+// dispatcher hands inbox events to the pipeline: one ordered queue per
+// room, rooms in parallel. An event is marked handled when its handling
+// ends, so events still queued at a crash are replayed on the next start.
+type dispatcher struct {
+	b      *Bot
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	queues map[id.RoomID]chan *event.Event
+	wg     sync.WaitGroup
+}
+
+func newDispatcher(b *Bot) *dispatcher {
+	return &dispatcher{b: b, queues: map[id.RoomID]chan *event.Event{}}
+}
+
+// replay queues every event that was recorded but not handled before the
+// last stop (or crash). It starts the dispatcher.
+func (d *dispatcher) replay(ctx context.Context) error {
+	d.ctx, d.cancel = context.WithCancel(ctx)
+	pending, err := d.b.track.Pending(ctx)
+	if err != nil {
+		return fmt.Errorf("failed to read unhandled events: %w", err)
+	}
+	if len(pending) > 0 {
+		zerolog.Ctx(ctx).Info().Int("events", len(pending)).Msg("replaying events left unhandled by the last run")
+	}
+	for _, ev := range pending {
+		d.enqueue(ev)
+	}
+	return nil
+}
+
+func (d *dispatcher) enqueue(ev *event.Event) {
+	d.mu.Lock()
+	q, ok := d.queues[ev.RoomID]
+	if !ok {
+		q = make(chan *event.Event, 4096)
+		d.queues[ev.RoomID] = q
+		d.wg.Add(1)
+		go d.work(q)
+	}
+	d.mu.Unlock()
+	select {
+	case q <- ev:
+	case <-d.ctx.Done():
+	}
+}
+
+func (d *dispatcher) work(q chan *event.Event) {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case ev := <-q:
+			d.handle(ev)
+		}
+	}
+}
+
+func (d *dispatcher) handle(ev *event.Event) {
+	ctx := d.ctx
+	log := zerolog.Ctx(ctx).With().Stringer("event_id", ev.ID).Stringer("room_id", ev.RoomID).Logger()
+	ctx = log.WithContext(ctx)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error().Any("panic", r).Msg("handling an event panicked; it is marked handled so it is not replayed forever")
+			}
+		}()
+		d.b.handleEvent(ctx, ev)
+	}()
+	if ctx.Err() != nil {
+		return // stopping: leave it unhandled, it is replayed on the next start
+	}
+	if err := d.b.track.MarkHandled(context.WithoutCancel(ctx), ev.ID); err != nil {
+		log.Error().Err(err).Msg("failed to mark event handled; it will be replayed")
+	}
+}
+
+// stop ends the workers; queued events stay unhandled in the inbox.
+func (d *dispatcher) stop() {
+	if d.cancel != nil {
+		d.cancel()
+	}
+	d.wg.Wait()
+}

@@ -1,0 +1,113 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/hookroom/hookroom/config"
+)
+
+const usage = `hookroom — a Matrix chat-agent server with a hook engine
+
+Usage:
+  hookroom run    --config FILE   run the server
+  hookroom check  --config FILE   validate the configuration and the plugins
+  hookroom hooks  --config FILE   list every hook with its effective settings
+  hookroom version                print the version
+
+Docs: README.md, docs/hooks.md, config.example.yaml
+`
+
+// Version is set at build time with -ldflags "-X github.com/hookroom/hookroom/bot.Version=…".
+var Version = "dev"
+
+// Main is the hookroom command line. It returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "config.yaml", "path to config.yaml")
+	asJSON := fs.Bool("json", false, "print JSON (hooks)")
+	switch cmd {
+	case "version":
+		fmt.Fprintln(stdout, "hookroom", Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "run", "check", "hooks":
+	default:
+		fmt.Fprintf(stderr, "hookroom: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err := fs.Parse(rest); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := config.Load(ctx, *cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "hookroom: %v\n", err)
+		return 1
+	}
+	log, err := NewLogger(cfg.Log, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "hookroom: %v\n", err)
+		return 1
+	}
+	ctx = log.WithContext(ctx)
+	switch cmd {
+	case "check":
+		b, err := New(ctx, cfg, Options{})
+		if err != nil {
+			fmt.Fprintf(stderr, "hookroom: %v\n", err)
+			return 1
+		}
+		_ = b.db.Close()
+		fmt.Fprintf(stdout, "%s is valid: %d agents, %d rooms, %d plugins\n", cfg.Path, len(cfg.Agents), len(cfg.Rooms), len(cfg.Plugins))
+		return 0
+	case "hooks":
+		b, err := New(ctx, cfg, Options{})
+		if err != nil {
+			fmt.Fprintf(stderr, "hookroom: %v\n", err)
+			return 1
+		}
+		defer b.db.Close()
+		infos := b.Registry().Hooks()
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(infos)
+			return 0
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "EVENT\tMODE\t#\tPLUGIN\tHOOK\tPRIORITY\tTIMEOUT\tPOLICY\tAGENTS\tROOMS")
+		for _, h := range infos {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%v\t%v\n", h.Event, h.Mode, h.Position, h.Plugin, h.Hook, h.Priority, h.Timeout, h.FailurePolicy, h.Agents, h.Rooms)
+		}
+		_ = tw.Flush()
+		return 0
+	}
+	b, err := New(ctx, cfg, Options{})
+	if err != nil {
+		log.Error().Err(err).Msg("failed to start")
+		return 1
+	}
+	if err := b.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error().Err(err).Msg("hookroom stopped with an error")
+		return 1
+	}
+	return 0
+}
