@@ -228,6 +228,9 @@ func (b *Bot) provisionRooms(ctx context.Context) error {
 			return fmt.Errorf("failed to provision room %s (%s:%d): %w", key, filepath.Base(b.cfg.Path), b.cfg.Line("rooms."+key), err)
 		}
 		b.rooms[key] = roomID
+		if err := b.invitePeople(ctx, roomID, r.Invite); err != nil {
+			return fmt.Errorf("failed to invite people to room %s: %w", key, err)
+		}
 		for _, a := range accts {
 			e := b.accounts[a.UserID()]
 			b.joined[e.name] = append(b.joined[e.name], roomID)
@@ -248,6 +251,25 @@ func (b *Bot) provisionRooms(ctx context.Context) error {
 			e := b.accounts[a.UserID()]
 			b.joined[e.name] = append(b.joined[e.name], roomID)
 		}
+	}
+	return nil
+}
+
+// invitePeople invites the configured people who are neither in the room
+// nor invited yet.
+func (b *Bot) invitePeople(ctx context.Context, room id.RoomID, users []id.UserID) error {
+	for _, u := range users {
+		m, err := b.router.Membership(ctx, room, u)
+		if err != nil {
+			return err
+		}
+		if m == event.MembershipJoin || m == event.MembershipInvite || m == event.MembershipBan {
+			continue
+		}
+		if err := b.router.Invite(ctx, room, u); err != nil {
+			return err
+		}
+		zerolog.Ctx(ctx).Info().Stringer("user", u).Stringer("room_id", room).Msg("invited")
 	}
 	return nil
 }

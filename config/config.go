@@ -158,6 +158,9 @@ type Room struct {
 	Name string `yaml:"name"`
 	// Topic is the room topic used when the room is created.
 	Topic string `yaml:"topic"`
+	// Invite lists people the router invites into the room at start-up
+	// and on reload (those already in the room are left alone).
+	Invite []id.UserID `yaml:"invite"`
 }
 
 // FullAlias returns the room's alias with the server part: Alias itself when

@@ -315,3 +315,31 @@ func TestSyntaxErrorLines(t *testing.T) {
 		})
 	}
 }
+
+func TestRoomInvite(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+matrix:
+  homeserver: http://localhost:8008
+  server_name: localhost
+rooms:
+  lobby:
+    invite: ["@alice:localhost"]
+`), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Rooms["lobby"].Invite; len(got) != 1 || got[0] != "@alice:localhost" {
+		t.Errorf("invite = %v", got)
+	}
+	_, err = config.Parse([]byte(`
+matrix:
+  homeserver: http://localhost:8008
+  server_name: localhost
+rooms:
+  lobby:
+    invite: ["alice"]
+`), "config.yaml")
+	if err == nil || !strings.Contains(err.Error(), "config.yaml:7: rooms.lobby.invite[0]") {
+		t.Errorf("bad invite error: %v", err)
+	}
+}

@@ -175,6 +175,7 @@ func (v *validator) rooms() {
 				ids[r.ID] = key
 			}
 		}
+		v.userIDs(joinKey(p, "invite"), r.Invite)
 		if r.Alias != "" {
 			if !validAlias(r.Alias) {
 				v.errorf(joinKey(p, "alias"), "%q is not a room alias (#name:server) or alias localpart (name)", r.Alias)
