@@ -116,7 +116,7 @@ type Function struct {
 
 // System returns the content of the request's system messages, joined by
 // blank lines.
-func (r *Request) System() string {
+func (r Request) System() string {
 	var parts []string
 	for _, m := range r.Body.Messages {
 		if m.Role == "system" {
@@ -127,7 +127,7 @@ func (r *Request) System() string {
 }
 
 // LastUser returns the content of the last user message ("" if none).
-func (r *Request) LastUser() string {
+func (r Request) LastUser() string {
 	for i := len(r.Body.Messages) - 1; i >= 0; i-- {
 		if r.Body.Messages[i].Role == "user" {
 			return string(r.Body.Messages[i].Content)
@@ -137,7 +137,7 @@ func (r *Request) LastUser() string {
 }
 
 // HasTool reports whether the request offers a tool called name.
-func (r *Request) HasTool(name string) bool {
+func (r Request) HasTool(name string) bool {
 	for _, t := range r.Body.Tools {
 		if t.Function.Name == name {
 			return true
@@ -148,10 +148,10 @@ func (r *Request) HasTool(name string) bool {
 
 // MessagesJSON returns the "messages" array exactly as the client sent it,
 // for byte-for-byte comparisons of prompts.
-func (r *Request) MessagesJSON() json.RawMessage { return r.Body.Fields["messages"] }
+func (r Request) MessagesJSON() json.RawMessage { return r.Body.Fields["messages"] }
 
 // MessageJSON returns the raw JSON of each message of the request, as sent.
-func (r *Request) MessageJSON() []json.RawMessage {
+func (r Request) MessageJSON() []json.RawMessage {
 	var out []json.RawMessage
 	_ = json.Unmarshal(r.Body.Fields["messages"], &out)
 	return out

@@ -1,0 +1,85 @@
+package agents_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/hooks/hooktest"
+)
+
+var (
+	textStep = []agents.Event{
+		{Kind: agents.EventText, Text: "It is "}, {Kind: agents.EventText, Text: "noon."},
+		{Kind: agents.EventUsage, Usage: agents.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
+		{Kind: agents.EventFinish, FinishReason: agents.FinishStop},
+	}
+	toolStep = []agents.Event{
+		{Kind: agents.EventToolCalls, ToolCalls: []agents.ToolCall{{ID: "c1", Name: "clock", Arguments: `{"timezone":"UTC"}`}}},
+		{Kind: agents.EventFinish, FinishReason: agents.FinishToolCalls},
+	}
+)
+
+// BenchmarkRun measures the tool loop's own overhead: the model is an
+// in-memory script, the tool returns a constant.
+func BenchmarkRun(b *testing.B) {
+	clock := agents.NewTool(agents.ToolSpec{Name: "clock"}, func(context.Context, json.RawMessage) (string, error) { return "12:00", nil })
+	ts, _ := agents.NewToolset(clock)
+	gates := hooktest.NewRegistry(b,
+		hooks.Handle(hooks.ToolBeforeCall, "gate", func(_ context.Context, c *hooks.ToolBeforeCallContext) error { return nil }),
+		hooks.Handle(hooks.ToolAfterCall, "audit", func(_ context.Context, c *hooks.ToolAfterCallContext) error { return nil }),
+	)
+	cases := []struct {
+		name  string
+		steps [][]agents.Event
+		reg   *hooks.Registry
+	}{
+		{name: "text only", steps: [][]agents.Event{textStep}},
+		{name: "one tool call, no hooks", steps: [][]agents.Event{toolStep, textStep}},
+		{name: "one tool call, gate and observer hooks", steps: [][]agents.Event{toolStep, textStep}, reg: gates},
+		{name: "four tool rounds, gate and observer hooks", steps: [][]agents.Event{toolStep, toolStep, toolStep, toolStep, textStep}, reg: gates},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				m := &scriptedModel{steps: tc.steps}
+				req := baseRun(m, ts, tc.reg)
+				req.OnText = func(string) {}
+				if _, err := agents.Run(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOpenAIStream measures one streamed completion through the real
+// client against llmtest on loopback in instant mode.
+func BenchmarkOpenAIStream(b *testing.B) {
+	cases := []struct {
+		name  string
+		reply llmtest.Reply
+	}{
+		{name: "text in 20 chunks", reply: llmtest.Text(llmtest.Split("The quick brown fox jumps over the lazy dog, again and again and again.", 20)...)},
+		{name: "tool call in 8 pieces", reply: llmtest.Calls(llmtest.ToolCall("c1", "clock", `{"timezone":"Europe/Berlin","format":"long"}`).WithPieces(8))},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := llmtest.NewServerWith(b, []llmtest.Option{llmtest.Instant(), llmtest.WithFallback(tc.reply)})
+			m := testModel(b, srv)
+			req := userPrompt("hi")
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := agents.Complete(ctx, m, req, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
