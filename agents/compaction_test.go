@@ -13,8 +13,10 @@ import (
 	"github.com/hookroom/hookroom/hooks/hooktest"
 )
 
-func user(s string) agents.Message      { return agents.Message{Role: agents.RoleUser, Content: s} }
-func assistant(s string) agents.Message { return agents.Message{Role: agents.RoleAssistant, Content: s} }
+func user(s string) agents.Message { return agents.Message{Role: agents.RoleUser, Content: s} }
+func assistant(s string) agents.Message {
+	return agents.Message{Role: agents.RoleAssistant, Content: s}
+}
 func callTool(id, name, args string) agents.Message {
 	return agents.Message{Role: agents.RoleAssistant, ToolCalls: []agents.ToolCall{{ID: id, Name: name, Arguments: args}}}
 }
