@@ -2,4 +2,46 @@
 // interface and its providers (OpenAI-compatible, and echo for offline demos),
 // the tool loop, built-in tools, session history and compaction. It knows
 // nothing of Matrix; the bot translates.
+//
+// # Models
+//
+// A Model streams a chat completion (Stream, read with Recv until io.EOF, or
+// gathered with Complete). NewModel builds one from a ModelSpec: provider
+// "openai" talks to any OpenAI-compatible server through
+// github.com/sashabaranov/go-openai (streaming, tool-call deltas accumulated by
+// index); "echo" answers offline and says so. Every failure is a *ModelError
+// with a Kind, the HTTP status, whether a retry may help, and a message fit to
+// show a person; API keys never appear in errors or logs.
+//
+// # One turn
+//
+// The bot runs a turn roughly like this:
+//
+//	scope := agents.ScopeKey(room, threadRoot)
+//	past, err := history.Load(ctx, scope)
+//	prompt := append([]agents.Message{{Role: agents.RoleSystem, Content: system + turn.System}}, past...)
+//	if turn.Transient != "" {
+//		prompt = append(prompt, agents.Message{Role: agents.RoleUser, Content: turn.Transient})
+//	}
+//	prompt = append(prompt, agents.Message{Role: agents.RoleUser, Content: turn.Prompt})
+//	res, err := agents.Run(ctx, agents.RunRequest{Model: model, Messages: prompt, Tools: tools,
+//		Hooks: registry, Agent: agent, RoomID: room, ThreadID: thread, …, OnText: stream.Append})
+//	stored := append([]agents.Message{{Role: agents.RoleUser, Content: turn.Prompt}}, res.Messages...)
+//	newSession, err := history.Append(ctx, scope, agent, stored...)
+//	if newSession { /* emit session:started with history.Session(ctx, scope) */ }
+//	history.Compact(ctx, agents.CompactRequest{Scope: scope, Budget: agents.HistoryBudget(window, 0), …})
+//
+// Run emits tool:before_call and tool:after_call itself; the caller emits
+// session:started (History.Append reports the first append of a scope), and
+// Compact emits compaction:before and compaction:after.
+//
+// # History
+//
+// History keeps one ordered list of messages per scope (room + thread root)
+// in the database (SQLite or PostgreSQL, through go.mau.fi/util/dbutil, with
+// its own agents_version table). Messages come back byte-exact, so replaying
+// a conversation sends the model the same bytes as the first time. When the
+// estimated size (EstimateTokens) passes the budget, Compact replaces the
+// oldest turns with a summary written by a model, or drops them when there is
+// no summary model; a tool call and its results are never separated.
 package agents

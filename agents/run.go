@@ -228,7 +228,7 @@ func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 			break
 		}
 		start := time.Now()
-		out, err := r.invoke(ctx, tool, hc, tc.ID)
+		out, err := r.invoke(ctx, tool, hc)
 		entry.Duration = time.Since(start)
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("failed to finish the turn during tool %s: %w", tc.Name, context.Cause(ctx))
@@ -285,10 +285,10 @@ type toolOutcome struct {
 
 // invoke runs the tool on its own goroutine with the tool timeout; a tool
 // that ignores its context is abandoned when the timeout passes.
-func (r *runner) invoke(ctx context.Context, tool Tool, hc hooks.ToolCall, callID string) (string, error) {
+func (r *runner) invoke(ctx context.Context, tool Tool, hc hooks.ToolCall) (string, error) {
 	tctx, cancel := context.WithTimeout(ctx, r.toolTimeout)
 	defer cancel()
-	tctx = context.WithValue(tctx, toolCtxKey{}, &toolCtx{call: hc, callID: callID, reg: r.req.Hooks, correlationID: r.req.CorrelationID})
+	tctx = context.WithValue(tctx, toolCtxKey{}, &toolCtx{call: hc, reg: r.req.Hooks, correlationID: r.req.CorrelationID})
 	done := make(chan toolOutcome, 1)
 	go func() {
 		var o toolOutcome
@@ -343,7 +343,6 @@ type toolCtxKey struct{}
 
 type toolCtx struct {
 	call          hooks.ToolCall
-	callID        string
 	reg           *hooks.Registry
 	correlationID string
 }
