@@ -29,8 +29,10 @@ func designatedCases() []designatedCase {
 			read:   func(c hooks.Context) any { return c.(*hooks.MessageReceivedContext).Suppress },
 		},
 		{
-			name:  "schedule:fired message_text and suppress",
-			fresh: func() hooks.Context { return &hooks.ScheduleFiredContext{TaskID: "t", RoomID: hooktest.Room, MessageText: "old"} },
+			name: "schedule:fired message_text and suppress",
+			fresh: func() hooks.Context {
+				return &hooks.ScheduleFiredContext{TaskID: "t", RoomID: hooktest.Room, MessageText: "old"}
+			},
 			mutate: func(c hooks.Context) {
 				s := c.(*hooks.ScheduleFiredContext)
 				s.MessageText, s.Suppress = "new", true

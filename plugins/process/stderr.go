@@ -1,0 +1,117 @@
+package process
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"sync"
+	"time"
+)
+
+const (
+	maxStderrLine = 4 << 10
+	tailLines     = 5
+	tailLineBytes = 300
+)
+
+// pumpStderr logs the process's stderr line by line under the plugin's
+// name. Lines are cut at 4 KiB and rate limited; it always reads on at full
+// speed, so a flooding plugin never blocks on a full pipe and costs the
+// server only what reading and dropping takes.
+func (inst *instance) pumpStderr() {
+	p := inst.p
+	defer p.wg.Done()
+	defer close(inst.stderrDone)
+	br := bufio.NewReaderSize(inst.stderr, maxStderrLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		truncated := false
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// Keep the first 4 KiB, skip the rest of the line.
+			truncated = true
+			line = append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) > 0 {
+			inst.stderrLine(line, truncated)
+		}
+		if err != nil {
+			if dropped := p.stderrLimit.flush(); dropped > 0 {
+				p.log.Warn().Int("dropped", dropped).Msg("process plugin wrote too much to stderr; dropped lines")
+			}
+			return
+		}
+	}
+}
+
+func (inst *instance) stderrLine(line []byte, truncated bool) {
+	p := inst.p
+	s := string(line)
+	inst.mu.Lock()
+	t := s
+	if len(t) > tailLineBytes {
+		t = t[:tailLineBytes] + "…"
+	}
+	if len(inst.tail) == tailLines {
+		copy(inst.tail, inst.tail[1:])
+		inst.tail = inst.tail[:tailLines-1]
+	}
+	inst.tail = append(inst.tail, t)
+	inst.mu.Unlock()
+
+	ok, dropped := p.stderrLimit.allow()
+	if dropped > 0 {
+		p.log.Warn().Int("dropped", dropped).Msg("process plugin wrote too much to stderr; dropped lines")
+	}
+	if !ok {
+		return
+	}
+	ev := p.log.Info().Str("stream", "stderr").Int("pid", inst.pid)
+	if truncated {
+		ev = ev.Bool("truncated", true)
+	}
+	ev.Msg(s)
+}
+
+// rateLimiter is a token bucket counting what it refused.
+type rateLimiter struct {
+	mu      sync.Mutex
+	rate    float64
+	burst   float64
+	tokens  float64
+	last    time.Time
+	dropped int
+}
+
+func newRateLimiter(perSecond, burst int) *rateLimiter {
+	return &rateLimiter{rate: float64(perSecond), burst: float64(burst), tokens: float64(burst), last: time.Now()}
+}
+
+// allow takes a token. When it lets a line through after refusing some, it
+// also returns how many it refused since, for the caller to report.
+func (l *rateLimiter) allow() (ok bool, dropped int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	l.last = now
+	if l.tokens < 1 {
+		l.dropped++
+		return false, 0
+	}
+	l.tokens--
+	dropped, l.dropped = l.dropped, 0
+	return true, dropped
+}
+
+// flush returns the count of refused lines not reported yet.
+func (l *rateLimiter) flush() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.dropped
+	l.dropped = 0
+	return d
+}
