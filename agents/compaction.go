@@ -46,8 +46,9 @@ type CompactRequest struct {
 	// whose estimate (EstimateTokens) is above it is compacted.
 	Budget int
 	// Keep is how many tokens the most recent turns kept verbatim may take
-	// (default Budget/2), so that compaction does not run again on the next
-	// turn. The newest turn is always kept.
+	// (default, and at most, Budget/2 when it is 0 or above Budget), so that
+	// compaction does not run again on the next turn. The newest turn is
+	// always kept.
 	Keep int
 	// Summarizer writes the summary of the compacted turns. Nil truncates
 	// instead: the oldest turns are dropped without a summary.
@@ -110,7 +111,7 @@ func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResu
 		return res, nil
 	}
 	keep := req.Keep
-	if keep <= 0 {
+	if keep <= 0 || keep > req.Budget {
 		keep = req.Budget / 2
 	}
 	cut := cutPoint(msgs, keep)

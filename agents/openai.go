@@ -127,8 +127,8 @@ func (m *openaiModel) Stream(ctx context.Context, req *Request) (Stream, error) 
 	}
 	watchdog := time.AfterFunc(timeout, func() { cancel(errIdleTimeout) })
 	raw, err := m.client.CreateChatCompletionStream(sctx, m.request(req))
+	watchdog.Stop()
 	if err != nil {
-		watchdog.Stop()
 		me := m.classify(sctx, ctx, err)
 		cancel(nil)
 		return nil, me
@@ -168,8 +168,11 @@ func (s *openaiStream) Recv() (Event, error) {
 		if s.ended {
 			return Event{}, io.EOF
 		}
+		// The watchdog runs only while we wait for the server, not while
+		// the caller handles an event.
 		s.watchdog.Reset(s.timeout)
 		chunk, err := s.raw.Recv()
+		s.watchdog.Stop()
 		if errors.Is(err, io.EOF) && s.ctx.Err() == nil {
 			s.end()
 			continue

@@ -321,6 +321,21 @@ func TestOpenAICancelAndNetwork(t *testing.T) {
 	})
 }
 
+// TestOpenAISlowConsumer checks that the request timeout measures the
+// server's silence, not the time the caller takes between events.
+func TestOpenAISlowConsumer(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text("a", "b", "c"))
+	m := testModel(t, srv, func(s *agents.ModelSpec) { s.RequestTimeout = 50 * time.Millisecond })
+	var text strings.Builder
+	c, err := agents.Complete(t.Context(), m, userPrompt("hi"), func(d string) {
+		time.Sleep(120 * time.Millisecond)
+		text.WriteString(d)
+	})
+	if err != nil || c.Text != "abc" || text.String() != "abc" {
+		t.Fatalf("Complete = %+v, %v", c, err)
+	}
+}
+
 func TestNewModel(t *testing.T) {
 	cases := []struct {
 		name    string
