@@ -70,10 +70,6 @@ type StartFunc func(ctx context.Context, spec ProcessSpec) (Instance, error)
 // (set by the adapter to the plugins/process supervisor).
 var defaultStart StartFunc
 
-// ErrProcessUnsupported is reported for a process plugin when no process
-// starter is available.
-var ErrProcessUnsupported = errors.New("process plugins are not available in this build")
-
 // Loader builds plugin sets from configurations. Its zero value is ready to
 // use; Load uses a zero Loader.
 type Loader struct {
@@ -438,7 +434,7 @@ func (l *Loader) start(ctx context.Context, p *loaded) (err error) {
 			start = defaultStart
 		}
 		if start == nil {
-			return ErrProcessUnsupported
+			return errors.New("process plugins are not available in this build")
 		}
 		if err := os.MkdirAll(p.stateDir, 0o750); err != nil {
 			return fmt.Errorf("failed to create state directory: %w", err)
@@ -503,6 +499,7 @@ const maxHashedFile = 8 << 20
 // directory should it lie inside dir.
 func hashDir(dir, stateDir string) (string, error) {
 	h := sha256.New()
+	buf := make([]byte, 32<<10)
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -539,7 +536,7 @@ func hashDir(dir, stateDir string) (string, error) {
 			return err
 		}
 		defer f.Close()
-		_, err = io.Copy(h, f)
+		_, err = io.CopyBuffer(h, struct{ io.Reader }{f}, buf) // hide WriteTo so buf is used
 		return err
 	})
 	if err != nil {
