@@ -1,0 +1,107 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
+	"github.com/hookroom/hookroom/plugins/process/protocol"
+)
+
+// rpcServices implements the host services of hook contexts by calling the
+// host, on behalf of the invocation the context belongs to.
+type rpcServices struct{ s *server }
+
+var (
+	_ hooks.MessageSender = rpcServices{}
+	_ hooks.RoomState     = rpcServices{}
+)
+
+func (r rpcServices) callHost(ctx context.Context, method string, params, result any) error {
+	if callFrom(ctx) == nil {
+		return fmt.Errorf("%s: %w", method, hooks.ErrNoService)
+	}
+	raw, err := r.s.conn.Call(ctx, method, params)
+	if err != nil {
+		return remoteError(err)
+	}
+	if result != nil {
+		if err := json.Unmarshal(raw, result); err != nil {
+			return fmt.Errorf("failed to decode the answer to %s: %w", method, err)
+		}
+	}
+	return nil
+}
+
+func invocationOf(ctx context.Context) uint64 {
+	if c := callFrom(ctx); c != nil {
+		return c.inv
+	}
+	return 0
+}
+
+// SendHookMessage asks the host to send msg; the host fills in its origin.
+func (r rpcServices) SendHookMessage(ctx context.Context, msg hooks.HookMessage) (id.EventID, error) {
+	var res protocol.SendMessageResult
+	err := r.callHost(ctx, protocol.MethodSendMessage, protocol.SendMessageParams{
+		Invocation: invocationOf(ctx), RoomID: msg.RoomID, Text: msg.Text, ThreadID: msg.ThreadID,
+		Extra: msg.Extra, TriggerDispatch: msg.TriggerDispatch,
+	}, &res)
+	return res.EventID, err
+}
+
+// RoomStateEvent reads one state event through the host.
+func (r rpcServices) RoomStateEvent(ctx context.Context, room id.RoomID, eventType, stateKey string) (json.RawMessage, error) {
+	var res protocol.RoomStateGetResult
+	err := r.callHost(ctx, protocol.MethodRoomStateGet, protocol.RoomStateGetParams{
+		Invocation: invocationOf(ctx), RoomID: room, EventType: eventType, StateKey: &stateKey,
+	}, &res)
+	return res.Content, err
+}
+
+// RoomStateEvents reads every state event of a type through the host.
+func (r rpcServices) RoomStateEvents(ctx context.Context, room id.RoomID, eventType string) (map[string]json.RawMessage, error) {
+	var res protocol.RoomStateGetResult
+	err := r.callHost(ctx, protocol.MethodRoomStateGet, protocol.RoomStateGetParams{
+		Invocation: invocationOf(ctx), RoomID: room, EventType: eventType,
+	}, &res)
+	return res.Events, err
+}
+
+// PutRoomState writes one state event through the host.
+func (r rpcServices) PutRoomState(ctx context.Context, room id.RoomID, eventType, stateKey string, content any) (id.EventID, error) {
+	raw, err := json.Marshal(content)
+	if err != nil {
+		return "", fmt.Errorf("failed to marshal state content: %w", err)
+	}
+	var res protocol.RoomStatePutResult
+	err = r.callHost(ctx, protocol.MethodRoomStatePut, protocol.RoomStatePutParams{
+		Invocation: invocationOf(ctx), RoomID: room, EventType: eventType, StateKey: stateKey, Content: raw,
+	}, &res)
+	return res.EventID, err
+}
+
+// remoteError maps the host's error codes back to the hooks package's
+// sentinel errors, so plugin code checks them the same way built in.
+func remoteError(err error) error {
+	var re *jsonrpc.Error
+	if !errors.As(err, &re) {
+		return err
+	}
+	switch re.Code {
+	case protocol.CodeNoService:
+		return fmt.Errorf("%w: %s", hooks.ErrNoService, re.Message)
+	case protocol.CodeNotFound:
+		return fmt.Errorf("%w: %s", hooks.ErrNotFound, re.Message)
+	case protocol.CodeRecursionLimit:
+		return fmt.Errorf("%w: %s", hooks.ErrRecursionLimit, re.Message)
+	case protocol.CodeDeadline:
+		return fmt.Errorf("%w: %s", context.DeadlineExceeded, re.Message)
+	}
+	return err
+}
