@@ -57,7 +57,7 @@ type instance struct {
 	tools []plugins.Tool
 }
 
-func (i instance) Hooks() []hooks.Hook    { return i.hooks }
+func (i instance) Hooks() []hooks.Hook   { return i.hooks }
 func (i instance) Tools() []plugins.Tool { return i.tools }
 
 var (
