@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
@@ -29,6 +31,12 @@ type Options struct {
 	// AfterRecord is called after an inbound event was written to the
 	// inbox and before it is handled (crash tests kill the process here).
 	AfterRecord func(ev *event.Event)
+	// PlaceholderDelay and EditInterval pace the delivery of replies
+	// (defaults 400ms and 1s): a reply complete within PlaceholderDelay is
+	// sent as one message; a slower one gets a placeholder edited at most
+	// once per EditInterval while the model streams.
+	PlaceholderDelay time.Duration
+	EditInterval     time.Duration
 }
 
 // Bot is one running hookroom server: the router and agent accounts, their
@@ -52,6 +60,12 @@ type Bot struct {
 	services *hostServices
 	dispatch *dispatcher
 
+	models       map[string]agents.Model
+	specs        map[string]agents.ModelSpec
+	history      *agents.History
+	turns        turnQueues
+	turnsByEvent turnIndex
+
 	readyMu sync.Mutex
 	ready   map[id.UserID]bool
 }
@@ -66,6 +80,8 @@ type entity struct {
 // New prepares a bot for cfg: it opens the database and builds the hook
 // registry, but does not talk to the homeserver yet (Run does).
 func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
+	opts.PlaceholderDelay = cmp.Or(opts.PlaceholderDelay, placeholderDelay)
+	opts.EditInterval = cmp.Or(opts.EditInterval, editInterval)
 	b := &Bot{
 		cfg: cfg, opts: opts, log: *zerolog.Ctx(ctx),
 		agents: map[hooks.AgentName]*matrixio.Account{}, accounts: map[id.UserID]entity{},
@@ -85,6 +101,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	b.track = tracking.New(db)
 	if err := b.track.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to upgrade tracking store: %w", err))
+	}
+	b.history = agents.NewHistory(db)
+	if err := b.history.Upgrade(ctx); err != nil {
+		return nil, b.closeWith(fmt.Errorf("failed to upgrade history store: %w", err))
+	}
+	if b.models, b.specs, err = buildModels(cfg); err != nil {
+		return nil, b.closeWith(err)
 	}
 	mx, err := matrixio.NewManager(matrixConfig(cfg), store)
 	if err != nil {
@@ -173,6 +196,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	<-runCtx.Done()
 	wg.Wait()
 	b.dispatch.stop()
+	b.turns.wait()
 
 	// Orderly shutdown: the accounts can still send while agent:stopped runs.
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -173,7 +173,9 @@ func runChild() {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(3)
 	}
+	opts := Options{PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond}
 	b, err := New(ctx, cfg, Options{
+		PlaceholderDelay: opts.PlaceholderDelay, EditInterval: opts.EditInterval,
 		Registry: func(s hooks.Services) (*hooks.Registry, error) {
 			return hooks.NewRegistry(nil, hooks.Options{Services: s})
 		},

@@ -9,6 +9,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 )
@@ -16,25 +17,29 @@ import (
 var botReady = hooks.BotReady
 
 // handleEvent is the pipeline's entry point, called once per inbound
-// Matrix event (whichever accounts saw it), in room order.
-func (b *Bot) handleEvent(ctx context.Context, ev *event.Event) {
+// Matrix event (whichever accounts saw it), in room order. It reports
+// whether the event's handling goes on in the background (a turn), which
+// then marks it handled itself. replayed is true for an event left
+// unhandled by the last run.
+func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (async bool) {
 	if ev.StateKey != nil && ev.Type == event.StateMember {
 		b.handleMember(ctx, ev)
-		return
+		return false
 	}
 	if e, managed := b.accounts[ev.Sender]; managed {
 		b.services.remember(ev, e)
-		return
+		return false
 	}
 	if b.isManaged(ev.Sender) {
-		return // another bot
+		return false // another bot
 	}
 	switch ev.Type {
 	case event.EventMessage:
-		b.handleMessage(ctx, ev)
+		return b.handleMessage(ctx, ev, replayed)
 	case event.EventReaction:
 		b.handleReaction(ctx, ev)
 	}
+	return false
 }
 
 // authorized reports whether user may talk to agents in room.
@@ -81,18 +86,23 @@ func (b *Bot) roomRefID(ref string) id.RoomID {
 }
 
 // handleMessage runs a person's message through the pipeline.
-func (b *Bot) handleMessage(ctx context.Context, ev *event.Event) {
+func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool) bool {
 	log := zerolog.Ctx(ctx)
 	if !b.authorized(ev.Sender, ev.RoomID) {
 		log.Debug().Stringer("sender", ev.Sender).Msg("ignoring message from an unauthorized sender")
-		return
+		return false
 	}
 	msg := ev.Content.AsMessage()
-	if msg == nil {
+	if msg == nil || msg.MsgType == "" {
 		log.Warn().Msg("ignoring a message event whose content could not be parsed")
-		return
+		return false
+	}
+	if msg.RelatesTo != nil && msg.RelatesTo.Type == event.RelReplace {
+		log.Debug().Msg("ignoring an edit")
+		return false
 	}
 	env := b.envelope(ev, msg)
+	cmd, isCommand := parseCommand(msg.Body)
 	reg := b.live.Load()
 	if reg.Has(hooks.MessageReceived.Name()) {
 		c := &hooks.MessageReceivedContext{Envelope: env}
@@ -102,18 +112,32 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event) {
 		}
 		if c.Suppress {
 			log.Info().Msg("message suppressed by a message:received hook")
-			return
+			return false
 		}
 	}
 	log.Info().Stringer("sender", ev.Sender).Msg("message received")
-	b.respond(ctx, ev, env, reg)
+	if isCommand {
+		b.runCommand(ctx, ev, env, cmd)
+		return false
+	}
+	decision, ok := b.route(ctx, ev, msg, env)
+	if !ok {
+		log.Debug().Msg("no agent in this room; not answering")
+		return false
+	}
+	log.Info().Str("agent", string(decision.agent)).Str("why", decision.reason).Msg("routed")
+	if decision.reason == "router" || decision.reason == "fallback" {
+		b.handoff(ctx, ev, env, decision.agent)
+	}
+	b.startTurn(ctx, ev, env, decision.agent, reg, replayed)
+	return true
 }
 
 // envelope describes a person's message for hooks.
 func (b *Bot) envelope(ev *event.Event, msg *event.MessageEventContent) hooks.Envelope {
 	thread := threadRoot(msg)
 	resolved := thread
-	if resolved == "" {
+	if resolved == "" && b.cfg.Defaults.ThreadMode != config.ThreadModeRoom {
 		resolved = ev.ID
 	}
 	kind := hooks.SourceMessage
@@ -138,10 +162,6 @@ func threadRoot(msg *event.MessageEventContent) id.EventID {
 	return ""
 }
 
-// respond answers a message that passed message:received. Until the turn
-// pipeline is in place, hookroom runs without replies.
-func (b *Bot) respond(context.Context, *event.Event, hooks.Envelope, *hooks.Registry) {}
-
 // handleReaction fires reaction:received for a person's reaction.
 func (b *Bot) handleReaction(ctx context.Context, ev *event.Event) {
 	if !b.authorized(ev.Sender, ev.RoomID) {
@@ -149,6 +169,10 @@ func (b *Bot) handleReaction(ctx context.Context, ev *event.Event) {
 	}
 	rel := ev.Content.AsReaction().GetRelatesTo()
 	if rel == nil || rel.Type != event.RelAnnotation {
+		return
+	}
+	if rel.Key == stopKey && b.turnsByEvent.stop(rel.EventID) {
+		zerolog.Ctx(ctx).Info().Msg("turn stopped by a reaction")
 		return
 	}
 	reg := b.live.Load()

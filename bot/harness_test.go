@@ -149,10 +149,10 @@ matrix:
     shared_secret: ${HS_SECRET}
   router:
     username: %s
-models:
-  default:
-    provider: echo
 %s`, e.hs.URL, e.hs.ServerName, e.localpart("router"), body)
+	if !strings.Contains(body, "models:") {
+		text += "models:\n  default:\n    provider: echo\n"
+	}
 	path := filepath.Join(e.dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		e.t.Fatal(err)

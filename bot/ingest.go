@@ -82,12 +82,13 @@ func (b *Bot) markReady(ctx context.Context, e entity) {
 // room, rooms in parallel. An event is marked handled when its handling
 // ends, so events still queued at a crash are replayed on the next start.
 type dispatcher struct {
-	b      *Bot
-	ctx    context.Context
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	queues map[id.RoomID]chan *event.Event
-	wg     sync.WaitGroup
+	b        *Bot
+	ctx      context.Context
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	queues   map[id.RoomID]chan *event.Event
+	replayed map[id.EventID]struct{}
+	wg       sync.WaitGroup
 }
 
 func newDispatcher(b *Bot) *dispatcher {
@@ -105,6 +106,12 @@ func (d *dispatcher) replay(ctx context.Context) error {
 	if len(pending) > 0 {
 		zerolog.Ctx(ctx).Info().Int("events", len(pending)).Msg("replaying events left unhandled by the last run")
 	}
+	d.mu.Lock()
+	d.replayed = make(map[id.EventID]struct{}, len(pending))
+	for _, ev := range pending {
+		d.replayed[ev.ID] = struct{}{}
+	}
+	d.mu.Unlock()
 	for _, ev := range pending {
 		d.enqueue(ev)
 	}
@@ -143,20 +150,32 @@ func (d *dispatcher) handle(ev *event.Event) {
 	ctx := d.ctx
 	log := zerolog.Ctx(ctx).With().Stringer("event_id", ev.ID).Stringer("room_id", ev.RoomID).Logger()
 	ctx = log.WithContext(ctx)
+	async := false
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
 				log.Error().Any("panic", r).Msg("handling an event panicked; it is marked handled so it is not replayed forever")
 			}
 		}()
-		d.b.handleEvent(ctx, ev)
+		async = d.b.handleEvent(ctx, ev, d.replaying(ev.ID))
 	}()
+	if async {
+		return // the turn marks it handled when it ends
+	}
 	if ctx.Err() != nil {
 		return // stopping: leave it unhandled, it is replayed on the next start
 	}
 	if err := d.b.track.MarkHandled(context.WithoutCancel(ctx), ev.ID); err != nil {
 		log.Error().Err(err).Msg("failed to mark event handled; it will be replayed")
 	}
+}
+
+// replaying reports whether evID came from the last run's unhandled events.
+func (d *dispatcher) replaying(evID id.EventID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.replayed[evID]
+	return ok
 }
 
 // stop ends the workers; queued events stay unhandled in the inbox.

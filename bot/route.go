@@ -1,0 +1,171 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/matrixio"
+)
+
+// agentsIn returns the agents configured for room, by name.
+func (b *Bot) agentsIn(room id.RoomID) []hooks.AgentName {
+	var out []hooks.AgentName
+	for _, name := range b.cfg.AgentNames() {
+		if slices.Contains(b.joined[hooks.AgentName(name)], room) {
+			out = append(out, hooks.AgentName(name))
+		}
+	}
+	return out
+}
+
+// mentioned returns the agents a message addresses, in the order they are
+// mentioned: by m.mentions, by their user id, or as @name / @localpart /
+// @display name in the text.
+func (b *Bot) mentioned(msg *event.MessageEventContent, candidates []hooks.AgentName) []hooks.AgentName {
+	type hit struct {
+		name hooks.AgentName
+		pos  int
+	}
+	var hits []hit
+	body := strings.ToLower(msg.Body)
+	for _, name := range candidates {
+		acct := b.agents[name]
+		pos := -1
+		if msg.Mentions != nil && slices.Contains(msg.Mentions.UserIDs, acct.UserID()) {
+			pos = 0
+		}
+		a := b.cfg.Agents[string(name)]
+		for _, form := range []string{string(acct.UserID()), "@" + a.Username, "@" + string(name), "@" + a.DisplayName} {
+			form = strings.ToLower(form)
+			if form == "@" {
+				continue
+			}
+			if i := strings.Index(body, form); i >= 0 && (pos < 0 || i < pos) {
+				end := i + len(form)
+				if end == len(body) || !isNameChar(body[end]) {
+					pos = i
+				}
+			}
+		}
+		if pos >= 0 {
+			hits = append(hits, hit{name, pos})
+		}
+	}
+	slices.SortStableFunc(hits, func(x, y hit) int { return x.pos - y.pos })
+	out := make([]hooks.AgentName, len(hits))
+	for i, h := range hits {
+		out[i] = h.name
+	}
+	return out
+}
+
+func isNameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':'
+}
+
+// routeDecision is who answers a message and why.
+type routeDecision struct {
+	agent  hooks.AgentName
+	reason string // mention | single | thread | router | fallback
+}
+
+// route picks the agent that answers: an explicit mention; the agent that
+// already answers this thread; the only agent in the room; otherwise the
+// router's model (and, when it cannot decide, the first agent by name).
+func (b *Bot) route(ctx context.Context, ev *event.Event, msg *event.MessageEventContent, env hooks.Envelope) (routeDecision, bool) {
+	candidates := b.agentsIn(ev.RoomID)
+	if len(candidates) == 0 {
+		return routeDecision{}, false
+	}
+	if m := b.mentioned(msg, candidates); len(m) > 0 {
+		return routeDecision{m[0], "mention"}, true
+	}
+	if env.ThreadID != "" {
+		if s, err := b.history.Session(ctx, b.scopeKey(env)); err == nil && s != nil && slices.Contains(candidates, s.Agent) {
+			return routeDecision{s.Agent, "thread"}, true
+		}
+	}
+	if len(candidates) == 1 {
+		return routeDecision{candidates[0], "single"}, true
+	}
+	if name, ok := b.askRouter(ctx, msg.Body, candidates); ok {
+		return routeDecision{name, "router"}, true
+	}
+	return routeDecision{candidates[0], "fallback"}, true
+}
+
+// askRouter asks the router's model which agent should answer.
+func (b *Bot) askRouter(ctx context.Context, body string, candidates []hooks.AgentName) (hooks.AgentName, bool) {
+	model, ok := b.models[b.cfg.Router.Model]
+	if !ok || b.specs[b.cfg.Router.Model].Provider == agents.ProviderEcho {
+		return "", false
+	}
+	var list strings.Builder
+	for _, name := range candidates {
+		a := b.cfg.Agents[string(name)]
+		fmt.Fprintf(&list, "- %s: %s\n", name, strings.TrimSpace(cmpOr(a.Role, a.DisplayName, string(name))))
+	}
+	req := &agents.Request{Messages: []agents.Message{
+		{Role: agents.RoleSystem, Content: "You route a chat message to the agent best suited to answer it. " +
+			"Answer with the agent's name only, nothing else. The agents:\n" + list.String()},
+		{Role: agents.RoleUser, Content: body},
+	}, MaxTokens: 20}
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	c, err := agents.Complete(rctx, model, req, nil)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("router model failed; using the fallback agent")
+		return "", false
+	}
+	answer := strings.ToLower(c.Text)
+	best, bestPos := hooks.AgentName(""), -1
+	for _, name := range candidates {
+		if i := strings.Index(answer, strings.ToLower(string(name))); i >= 0 && (bestPos < 0 || i < bestPos) {
+			best, bestPos = name, i
+		}
+	}
+	if bestPos < 0 {
+		zerolog.Ctx(ctx).Warn().Str("answer", truncate(c.Text, 80)).Msg("router model named no agent; using the fallback agent")
+		return "", false
+	}
+	return best, true
+}
+
+// handoff posts the router's visible note that an agent takes over.
+func (b *Bot) handoff(ctx context.Context, ev *event.Event, env hooks.Envelope, agent hooks.AgentName) {
+	acct := b.agents[agent]
+	a := b.cfg.Agents[string(agent)]
+	text := fmt.Sprintf("Handing this to [%s](https://matrix.to/#/%s).", cmpOr(a.DisplayName, string(agent)), acct.UserID())
+	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "handoff"), Notice: true, Mentions: []id.UserID{acct.UserID()}}
+	if env.ResolvedThreadID != "" {
+		opts.ThreadRoot = env.ResolvedThreadID
+	}
+	if _, err := b.router.SendText(ctx, ev.RoomID, text, opts); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to post the router's handoff")
+	}
+}
+
+func cmpOr(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

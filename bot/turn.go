@@ -1,0 +1,545 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/enrich"
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/matrixio"
+)
+
+// Delivery pacing. A reply that is complete within placeholderDelay is
+// sent as one message; a slower one gets a placeholder that is edited
+// while the model streams, at most once per editInterval (homeservers rate
+// limit edits).
+const (
+	placeholderDelay = 400 * time.Millisecond
+	editInterval     = time.Second
+	typingTimeout    = 30 * time.Second
+	turnTimeout      = 10 * time.Minute
+	placeholderText  = "…"
+	stopKey          = "🛑"
+)
+
+// turn is one agent's answer to one message.
+type turn struct {
+	b        *Bot
+	ev       *event.Event
+	env      hooks.Envelope
+	agent    hooks.AgentName
+	acct     *matrixio.Account
+	reg      *hooks.Registry
+	scope    string
+	replayed bool
+	log      zerolog.Logger
+
+	mu      sync.Mutex
+	text    strings.Builder
+	reply   id.EventID // the placeholder or reply event, once sent
+	visible bool       // real text is visible in the room
+	edits   int
+}
+
+// scopeKey is the history scope of a message: its room and thread.
+func (b *Bot) scopeKey(env hooks.Envelope) string {
+	return agents.ScopeKey(env.RoomID, env.ResolvedThreadID)
+}
+
+// startTurn answers a routed message in the background; the inbox entry is
+// marked handled when the turn ends (with its history, atomically).
+func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, reg *hooks.Registry, replayed bool) {
+	env.AgentName = agent
+	t := &turn{
+		b: b, ev: ev, env: env, agent: agent, acct: b.agents[agent], reg: reg,
+		scope: b.scopeKey(env), replayed: replayed,
+		log: zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
+	}
+	b.turns.run(ctx, t.scope, func(ctx context.Context) { t.run(t.log.WithContext(ctx)) })
+}
+
+// run carries the turn from claim to delivery; exactly one of
+// message:after_response and message:cancelled fires.
+func (t *turn) run(parent context.Context) {
+	ctx, cancel := context.WithTimeout(parent, turnTimeout)
+	defer cancel()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	t.b.turnsByEvent.add(t.ev.ID, stop)
+	defer t.b.turnsByEvent.remove(t.ev.ID)
+
+	if done := t.claim(ctx); done {
+		return
+	}
+	turnText, err := t.enrich(ctx)
+	if err != nil {
+		t.fail(ctx, hooks.CancelInterrupted, err)
+		return
+	}
+	msgs, err := t.prompt(ctx, turnText)
+	if err != nil {
+		t.fail(ctx, hooks.CancelInterrupted, err)
+		return
+	}
+
+	if t.replayed {
+		// The last run may have sent the placeholder already: sending it
+		// again with the same transaction id finds it, so the answer edits
+		// it instead of posting a second reply.
+		if err := t.ensurePlaceholder(ctx); err != nil && parent.Err() != nil {
+			return
+		}
+	}
+	typingCtx, stopTyping := context.WithCancel(ctx)
+	go t.typing(typingCtx)
+	deliverCtx, stopDelivery := context.WithCancel(ctx)
+	deliveryDone := make(chan struct{})
+	go func() { defer close(deliveryDone); t.stream(deliverCtx) }()
+
+	res, runErr := agents.Run(ctx, agents.RunRequest{
+		Model: t.b.modelFor(t.agent), Messages: msgs, Tools: t.b.toolsFor(t.agent),
+		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
+		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
+		OnText: t.onText,
+	})
+	stopDelivery()
+	<-deliveryDone
+	stopTyping()
+	t.setTyping(context.WithoutCancel(ctx), false)
+
+	if runErr != nil {
+		switch {
+		case parent.Err() != nil:
+			// Shutting down: leave the message unhandled; it is answered
+			// after the restart (the deterministic transaction ids make
+			// the resend collapse).
+			return
+		case errors.Is(context.Cause(ctx), errStopped):
+			t.fail(ctx, hooks.CancelledByUser, errStopped)
+		default:
+			t.fail(ctx, hooks.CancelModelError, runErr)
+		}
+		return
+	}
+	t.deliver(ctx, turnText, res)
+}
+
+var errStopped = errors.New("stopped with " + stopKey)
+
+// claim offers the message to message:claim hooks; it reports whether a
+// hook answered it (the turn is then over).
+func (t *turn) claim(ctx context.Context) bool {
+	if !t.reg.Has(hooks.MessageClaim.Name()) {
+		return false
+	}
+	c := &hooks.MessageClaimContext{Envelope: t.env}
+	c.CorrelationID = string(t.ev.ID)
+	if err := hooks.Emit(ctx, t.reg, hooks.MessageClaim, c); err != nil {
+		t.log.Warn().Err(err).Msg("message:claim hooks did not finish")
+	}
+	if c.Claimed == nil {
+		return false
+	}
+	t.log.Info().Msg("message claimed by a hook")
+	if strings.TrimSpace(c.Claimed.Text) == "" {
+		t.cancelled(ctx, hooks.CancelClaimed, "")
+		t.markHandled(ctx, nil)
+		return true
+	}
+	opts := t.sendOptions("claim")
+	opts.Extra = c.Claimed.Extra
+	evID, err := t.acct.SendText(ctx, t.env.RoomID, c.Claimed.Text, opts)
+	if err != nil {
+		t.fail(ctx, hooks.CancelDeliveryError, err)
+		return true
+	}
+	t.markHandled(ctx, nil)
+	t.afterResponse(ctx, c.Claimed.Text, evID, hooks.DeliverySent, hooks.ResponseSystem)
+	return true
+}
+
+// enrich collects message:enrich and system:enrich items and renders them.
+func (t *turn) enrich(ctx context.Context) (enrich.Turn, error) {
+	var msgItems, sysItems []hooks.EnrichmentItem
+	if t.reg.Has(hooks.MessageEnrich.Name()) {
+		c := &hooks.MessageEnrichContext{Envelope: t.env, TargetAgent: t.agent}
+		c.CorrelationID = string(t.ev.ID)
+		if err := hooks.Emit(ctx, t.reg, hooks.MessageEnrich, c); err != nil {
+			return enrich.Turn{}, fmt.Errorf("failed to enrich the message: %w", err)
+		}
+		msgItems = c.Items
+	}
+	if t.reg.Has(hooks.SystemEnrich.Name()) {
+		c := &hooks.SystemEnrichContext{Envelope: t.env, TargetAgent: t.agent}
+		c.CorrelationID = string(t.ev.ID)
+		if err := hooks.Emit(ctx, t.reg, hooks.SystemEnrich, c); err != nil {
+			return enrich.Turn{}, fmt.Errorf("failed to enrich the system prompt: %w", err)
+		}
+		sysItems = c.Items
+	}
+	return enrich.Build(t.env.Body, msgItems, sysItems), nil
+}
+
+// prompt builds the model's messages: the agent's system prompt (with the
+// system-context block), the stored history of this thread, the transient
+// block and the enriched user turn.
+func (t *turn) prompt(ctx context.Context, et enrich.Turn) ([]agents.Message, error) {
+	spec := t.b.specs[t.b.modelName(t.agent)]
+	budget := agents.HistoryBudget(spec.ContextWindow, 0)
+	var summarizer agents.Model
+	if spec.Provider != agents.ProviderEcho {
+		summarizer = t.b.modelFor(t.agent)
+	}
+	if _, err := t.b.history.Compact(ctx, agents.CompactRequest{
+		Scope: t.scope, Budget: budget, Summarizer: summarizer, Hooks: t.reg,
+		CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID,
+	}); err != nil {
+		t.log.Warn().Err(err).Msg("failed to compact the history; truncating instead")
+		if _, err := t.b.history.Compact(ctx, agents.CompactRequest{Scope: t.scope, Budget: budget}); err != nil {
+			return nil, fmt.Errorf("failed to compact the history: %w", err)
+		}
+	}
+	history, err := t.b.history.Load(ctx, t.scope)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load the history: %w", err)
+	}
+	msgs := make([]agents.Message, 0, len(history)+3)
+	msgs = append(msgs, agents.Message{Role: agents.RoleSystem, Content: t.b.systemPrompt(t.agent, et.System)})
+	msgs = append(msgs, history...)
+	if et.Transient != "" {
+		msgs = append(msgs, agents.Message{Role: agents.RoleUser, Content: et.Transient})
+	}
+	return append(msgs, agents.Message{Role: agents.RoleUser, Content: et.Prompt}), nil
+}
+
+// systemPrompt is the agent's system prompt for one run.
+func (b *Bot) systemPrompt(agent hooks.AgentName, systemBlock string) string {
+	a := b.cfg.Agents[string(agent)]
+	var s strings.Builder
+	fmt.Fprintf(&s, "You are %s, an assistant in a Matrix chat room.", cmpOr(a.DisplayName, string(agent)))
+	if a.Role != "" {
+		s.WriteString(" Your role: " + strings.TrimSpace(a.Role))
+	}
+	if a.Instructions != "" {
+		s.WriteString("\n\n" + strings.TrimSpace(a.Instructions))
+	}
+	if systemBlock != "" {
+		s.WriteString("\n\n" + systemBlock)
+	}
+	return s.String()
+}
+
+func (t *turn) onText(delta string) {
+	t.mu.Lock()
+	t.text.WriteString(delta)
+	t.mu.Unlock()
+}
+
+// stream sends the placeholder once the reply takes longer than
+// PlaceholderDelay and then edits it with the text so far, at most once per
+// EditInterval, while streaming is on.
+func (t *turn) stream(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(t.b.opts.PlaceholderDelay):
+	}
+	// Once started, the placeholder send is not cut short when the reply
+	// completes meanwhile: a send cancelled in flight may still have landed,
+	// and the reply must then edit it rather than post a second message.
+	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	err := t.ensurePlaceholder(sendCtx)
+	cancel()
+	if err != nil {
+		return
+	}
+	if !t.b.cfg.Defaults.StreamingEnabled() {
+		return
+	}
+	tick := time.NewTicker(t.b.opts.EditInterval)
+	defer tick.Stop()
+	sent := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		text := t.text.String()
+		t.mu.Unlock()
+		if strings.TrimSpace(text) == "" || text == sent {
+			continue
+		}
+		t.mu.Lock()
+		t.edits++
+		n := t.edits
+		t.mu.Unlock()
+		opts := t.sendOptions(fmt.Sprintf("edit-%d", n))
+		if _, err := t.acct.Edit(ctx, t.env.RoomID, t.reply, text+" "+placeholderText, opts); err != nil {
+			if ctx.Err() == nil {
+				t.log.Warn().Err(err).Msg("failed to edit the streaming reply")
+			}
+			continue
+		}
+		sent = text
+		t.mu.Lock()
+		t.visible = true
+		t.mu.Unlock()
+	}
+}
+
+// ensurePlaceholder sends the placeholder unless it was sent already.
+func (t *turn) ensurePlaceholder(ctx context.Context) error {
+	t.mu.Lock()
+	have := t.reply != ""
+	t.mu.Unlock()
+	if have {
+		return nil
+	}
+	opts := t.sendOptions("placeholder")
+	opts.Notice = true
+	evID, err := t.acct.SendText(ctx, t.env.RoomID, placeholderText, opts)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn().Err(err).Msg("failed to send the placeholder")
+		}
+		return err
+	}
+	t.mu.Lock()
+	t.reply = evID
+	t.mu.Unlock()
+	t.b.turnsByEvent.alias(evID, t.ev.ID)
+	return nil
+}
+
+// sendOptions are the options of every message of the turn: in its thread,
+// with a transaction key derived from the source event and the stage.
+func (t *turn) sendOptions(stage string) matrixio.SendOptions {
+	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(t.ev.ID, stage)}
+	if t.env.ResolvedThreadID != "" {
+		opts.ThreadRoot = t.env.ResolvedThreadID
+	} else {
+		opts.ReplyTo = t.ev.ID
+	}
+	return opts
+}
+
+func (t *turn) typing(ctx context.Context) {
+	for {
+		t.setTyping(ctx, true)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(typingTimeout / 2):
+		}
+	}
+}
+
+func (t *turn) setTyping(ctx context.Context, on bool) {
+	if err := t.acct.SetTyping(ctx, t.env.RoomID, on, typingTimeout); err != nil && ctx.Err() == nil {
+		t.log.Debug().Err(err).Msg("failed to set typing")
+	}
+}
+
+// deliver runs the response transformers, sends or edits the final reply,
+// stores the turn and fires message:after_response.
+func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResult) {
+	t.mu.Lock()
+	visible, reply := t.visible, t.reply
+	t.mu.Unlock()
+	text := res.Text
+	if !visible {
+		c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{
+			Text: text, Kind: hooks.ResponseAI, ToolTrace: res.ToolTrace, Envelope: t.env,
+		}}
+		c.CorrelationID = string(t.ev.ID)
+		if err := hooks.Emit(ctx, t.reg, hooks.MessageBeforeResponse, c); err != nil {
+			t.log.Warn().Err(err).Msg("message:before_response hooks did not finish")
+		}
+		if c.Draft.Suppress {
+			t.log.Info().Msg("reply suppressed by a message:before_response hook")
+			if reply != "" {
+				if _, err := t.acct.Redact(ctx, t.env.RoomID, reply, "suppressed"); err != nil {
+					t.log.Warn().Err(err).Msg("failed to remove the placeholder")
+				}
+			}
+			t.markHandled(ctx, nil)
+			t.cancelled(ctx, hooks.CancelSuppressed, "")
+			return
+		}
+		text = c.Draft.Text
+	} else {
+		c := &hooks.FinalResponseContext{Draft: hooks.FinalDraft{Text: text, Kind: hooks.ResponseAI, Envelope: t.env}}
+		c.CorrelationID = string(t.ev.ID)
+		if err := hooks.Emit(ctx, t.reg, hooks.MessageFinalResponseTransform, c); err != nil {
+			t.log.Warn().Err(err).Msg("message:final_response_transform hooks did not finish")
+		}
+		text = c.Draft.Text
+	}
+	if strings.TrimSpace(text) == "" {
+		text = "(no answer)"
+	}
+	var (
+		evID id.EventID
+		kind = hooks.DeliverySent
+		err  error
+	)
+	if reply != "" {
+		kind = hooks.DeliveryEdited
+		_, err = t.acct.Edit(ctx, t.env.RoomID, reply, text, t.sendOptions("final"))
+		evID = reply
+	} else {
+		evID, err = t.acct.SendText(ctx, t.env.RoomID, text, t.sendOptions("reply"))
+	}
+	if err != nil {
+		t.fail(ctx, hooks.CancelDeliveryError, err)
+		return
+	}
+	// The stored turn is the enriched prompt and what the model said, with
+	// the delivered text as the final answer.
+	msgs := append([]agents.Message{{Role: agents.RoleUser, Content: et.Prompt}}, res.Messages...)
+	if n := len(msgs); n > 1 && msgs[n-1].Role == agents.RoleAssistant {
+		msgs[n-1].Content = text
+	}
+	var newSession bool
+	err = t.markHandled(ctx, func(ctx context.Context) error {
+		var err error
+		newSession, err = t.b.history.Append(ctx, t.scope, t.agent, msgs...)
+		return err
+	})
+	if err != nil {
+		t.log.Error().Err(err).Msg("failed to store the turn")
+	}
+	if newSession && t.reg.Has(hooks.SessionStarted.Name()) {
+		if s, err := t.b.history.Session(ctx, t.scope); err == nil && s != nil {
+			c := &hooks.SessionContext{Agent: t.agent, ScopeKey: t.scope, SessionID: s.ID, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID}
+			c.CorrelationID = string(t.ev.ID)
+			if err := hooks.Emit(ctx, t.reg, hooks.SessionStarted, c); err != nil {
+				t.log.Warn().Err(err).Msg("session:started hooks did not finish")
+			}
+		}
+	}
+	t.log.Info().Str("delivery", string(kind)).Int("tool_calls", len(res.ToolTrace)).Msg("answered")
+	t.afterResponse(ctx, text, evID, kind, hooks.ResponseAI)
+}
+
+// markHandled marks the message handled, in one transaction with store
+// (when not nil), so a turn is stored exactly when it is done.
+func (t *turn) markHandled(ctx context.Context, store func(context.Context) error) error {
+	ctx = context.WithoutCancel(ctx)
+	return t.b.db.DoTxn(ctx, nil, func(ctx context.Context) error {
+		if store != nil {
+			if err := store(ctx); err != nil {
+				return err
+			}
+		}
+		return t.b.track.MarkHandled(ctx, t.ev.ID)
+	})
+}
+
+// fail ends the turn with a short error in the thread and message:cancelled.
+func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
+	ctx = context.WithoutCancel(ctx)
+	t.log.Warn().Err(err).Str("reason", string(reason)).Msg("turn failed")
+	var notice string
+	switch reason {
+	case hooks.CancelledByUser:
+		notice = stopKey + " Stopped."
+	case hooks.CancelModelError:
+		notice = "⚠️ Sorry, I could not answer: " + userError(err)
+	case hooks.CancelDeliveryError:
+		notice = ""
+	default:
+		notice = "⚠️ Sorry, something went wrong while preparing the answer."
+	}
+	t.mu.Lock()
+	reply := t.reply
+	partial := t.text.String()
+	t.mu.Unlock()
+	if notice != "" {
+		if reason == hooks.CancelledByUser && strings.TrimSpace(partial) != "" {
+			notice = partial + "\n\n" + notice
+		}
+		opts := t.sendOptions("failed")
+		var sendErr error
+		if reply != "" {
+			_, sendErr = t.acct.Edit(ctx, t.env.RoomID, reply, notice, opts)
+		} else {
+			reply, sendErr = t.acct.SendText(ctx, t.env.RoomID, notice, opts)
+		}
+		if sendErr != nil {
+			t.log.Warn().Err(sendErr).Msg("failed to tell the person about the failure")
+		}
+	}
+	if err := t.markHandled(ctx, nil); err != nil {
+		t.log.Error().Err(err).Msg("failed to mark the message handled")
+	}
+	t.mu.Lock()
+	t.reply = reply
+	t.mu.Unlock()
+	t.cancelled(ctx, reason, err.Error())
+}
+
+// userError is what a person sees of a model error: short, without
+// internals.
+func userError(err error) string {
+	var me *agents.ModelError
+	if errors.As(err, &me) {
+		switch {
+		case me.Kind == agents.ErrorTimeout:
+			return "the model took too long."
+		case me.StatusCode == 429:
+			return "the model is busy (rate limited); try again in a moment."
+		case me.StatusCode == 401 || me.StatusCode == 403:
+			return "the model rejected hookroom's credentials."
+		case me.Retryable:
+			return "the model is unavailable right now; try again in a moment."
+		}
+		return "the model returned an error."
+	}
+	if errors.Is(err, agents.ErrToolIterations) {
+		return "it needed too many tool calls."
+	}
+	return "the model call failed."
+}
+
+func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail string) {
+	ctx = context.WithoutCancel(ctx)
+	if !t.reg.Has(hooks.MessageCancelled.Name()) {
+		return
+	}
+	t.mu.Lock()
+	reply := t.reply
+	t.mu.Unlock()
+	c := &hooks.CancelledContext{Info: hooks.CancelledInfo{
+		Envelope: t.env, VisibleEventID: reply, Kind: hooks.ResponseAI, Reason: reason, Detail: detail,
+	}}
+	c.CorrelationID = string(t.ev.ID)
+	if err := hooks.Emit(ctx, t.reg, hooks.MessageCancelled, c); err != nil {
+		t.log.Warn().Err(err).Msg("message:cancelled hooks did not finish")
+	}
+}
+
+func (t *turn) afterResponse(ctx context.Context, text string, evID id.EventID, kind hooks.DeliveryKind, rk hooks.ResponseKind) {
+	ctx = context.WithoutCancel(ctx)
+	if !t.reg.Has(hooks.MessageAfterResponse.Name()) {
+		return
+	}
+	c := &hooks.AfterResponseContext{Result: hooks.ResponseResult{
+		Text: text, EventID: evID, DeliveryKind: kind, Kind: rk, Envelope: t.env,
+	}}
+	c.CorrelationID = string(t.ev.ID)
+	if err := hooks.Emit(ctx, t.reg, hooks.MessageAfterResponse, c); err != nil {
+		t.log.Warn().Err(err).Msg("message:after_response hooks did not finish")
+	}
+}
