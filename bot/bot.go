@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -51,17 +52,14 @@ type Bot struct {
 	track *tracking.Store
 	live  hooks.Live
 
-	router   *matrixio.Account
-	agents   map[hooks.AgentName]*matrixio.Account
-	accounts map[id.UserID]entity // every managed account
-	rooms    map[string]id.RoomID // config room key → id
-	joined   map[hooks.AgentName][]id.RoomID
+	router *matrixio.Account
+	// state is what a reload replaces as a whole: readers load it once per
+	// use and never see a half-applied configuration.
+	state atomic.Pointer[world]
 
 	services *hostServices
 	dispatch *dispatcher
 
-	models       map[string]agents.Model
-	specs        map[string]agents.ModelSpec
 	history      *agents.History
 	turns        turnQueues
 	turnsByEvent turnIndex
@@ -69,6 +67,21 @@ type Bot struct {
 	readyMu sync.Mutex
 	ready   map[id.UserID]bool
 }
+
+// world is the configuration in service and everything derived from it.
+// It is immutable once published; a reload builds a new one.
+type world struct {
+	cfg      *config.Config
+	agents   map[hooks.AgentName]*matrixio.Account
+	accounts map[id.UserID]entity // every managed account
+	rooms    map[string]id.RoomID // config room key → id
+	joined   map[hooks.AgentName][]id.RoomID
+	models   map[string]agents.Model
+	specs    map[string]agents.ModelSpec
+}
+
+// w returns the world in service.
+func (b *Bot) w() *world { return b.state.Load() }
 
 // entity is a managed Matrix account: the router or an agent.
 type entity struct {
@@ -82,12 +95,11 @@ type entity struct {
 func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	opts.PlaceholderDelay = cmp.Or(opts.PlaceholderDelay, placeholderDelay)
 	opts.EditInterval = cmp.Or(opts.EditInterval, editInterval)
-	b := &Bot{
-		cfg: cfg, opts: opts, log: *zerolog.Ctx(ctx),
-		agents: map[hooks.AgentName]*matrixio.Account{}, accounts: map[id.UserID]entity{},
+	b := &Bot{opts: opts, log: *zerolog.Ctx(ctx), ready: map[id.UserID]bool{}}
+	b.state.Store(&world{
+		cfg: cfg, agents: map[hooks.AgentName]*matrixio.Account{}, accounts: map[id.UserID]entity{},
 		rooms: map[string]id.RoomID{}, joined: map[hooks.AgentName][]id.RoomID{},
-		ready: map[id.UserID]bool{},
-	}
+	})
 	b.services = &hostServices{b: b}
 	db, err := OpenDatabase(ctx, cfg)
 	if err != nil {
@@ -106,7 +118,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	if err := b.history.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to upgrade history store: %w", err))
 	}
-	if b.models, b.specs, err = buildModels(cfg); err != nil {
+	if b.w().models, b.w().specs, err = buildModels(cfg); err != nil {
 		return nil, b.closeWith(err)
 	}
 	mx, err := matrixio.NewManager(matrixConfig(cfg), store)
@@ -180,8 +192,8 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, len(b.accounts))
-	for _, e := range b.accounts {
+	errs := make(chan error, len(b.w().accounts))
+	for _, e := range b.w().accounts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -192,7 +204,7 @@ func (b *Bot) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	b.log.Info().Int("accounts", len(b.accounts)).Int("rooms", len(b.rooms)).Msg("hookroom is running")
+	b.log.Info().Int("accounts", len(b.w().accounts)).Int("rooms", len(b.w().rooms)).Msg("hookroom is running")
 	<-runCtx.Done()
 	wg.Wait()
 	b.dispatch.stop()
@@ -210,21 +222,21 @@ func (b *Bot) Run(ctx context.Context) error {
 // startAccounts logs in (or creates) the router and every agent account.
 func (b *Bot) startAccounts(ctx context.Context) error {
 	router, err := b.mx.EnsureAccount(ctx, matrixio.AccountSpec{
-		Localpart: b.cfg.Matrix.Router.Username, DisplayName: b.cfg.Matrix.Router.DisplayName,
+		Localpart: b.w().cfg.Matrix.Router.Username, DisplayName: b.w().cfg.Matrix.Router.DisplayName,
 	})
 	if err != nil {
 		return fmt.Errorf("failed to start the router account: %w", err)
 	}
 	b.router = router
-	b.accounts[router.UserID()] = entity{name: hooks.RouterName, router: true, account: router}
-	for _, name := range b.cfg.AgentNames() {
-		a := b.cfg.Agents[name]
+	b.w().accounts[router.UserID()] = entity{name: hooks.RouterName, router: true, account: router}
+	for _, name := range b.w().cfg.AgentNames() {
+		a := b.w().cfg.Agents[name]
 		acct, err := b.mx.EnsureAccount(ctx, matrixio.AccountSpec{Localpart: a.Username, DisplayName: a.DisplayName})
 		if err != nil {
 			return fmt.Errorf("failed to start the account of agent %s: %w", name, err)
 		}
-		b.agents[hooks.AgentName(name)] = acct
-		b.accounts[acct.UserID()] = entity{name: hooks.AgentName(name), account: acct}
+		b.w().agents[hooks.AgentName(name)] = acct
+		b.w().accounts[acct.UserID()] = entity{name: hooks.AgentName(name), account: acct}
 	}
 	return nil
 }
@@ -233,14 +245,14 @@ func (b *Bot) startAccounts(ctx context.Context) error {
 // router and the agents configured for it.
 func (b *Bot) provisionRooms(ctx context.Context) error {
 	members := map[string][]*matrixio.Account{} // room reference → agent accounts
-	for _, name := range b.cfg.AgentNames() {
-		for _, ref := range b.cfg.Agents[name].Rooms {
-			members[ref] = append(members[ref], b.agents[hooks.AgentName(name)])
+	for _, name := range b.w().cfg.AgentNames() {
+		for _, ref := range b.w().cfg.Agents[name].Rooms {
+			members[ref] = append(members[ref], b.w().agents[hooks.AgentName(name)])
 		}
 	}
-	for _, key := range b.cfg.RoomKeys() {
-		r := b.cfg.Rooms[key]
-		spec := matrixio.RoomSpec{Alias: r.FullAlias(b.cfg.Matrix.ServerName), ID: r.ID, Name: r.Name, Topic: r.Topic}
+	for _, key := range b.w().cfg.RoomKeys() {
+		r := b.w().cfg.Rooms[key]
+		spec := matrixio.RoomSpec{Alias: r.FullAlias(b.w().cfg.Matrix.ServerName), ID: r.ID, Name: r.Name, Topic: r.Topic}
 		var accts []*matrixio.Account
 		accts = append(accts, members[key]...)
 		accts = append(accts, members[string(spec.Alias)]...)
@@ -249,22 +261,22 @@ func (b *Bot) provisionRooms(ctx context.Context) error {
 		}
 		roomID, err := b.router.EnsureRoom(ctx, spec, accts)
 		if err != nil {
-			return fmt.Errorf("failed to provision room %s (%s:%d): %w", key, filepath.Base(b.cfg.Path), b.cfg.Line("rooms."+key), err)
+			return fmt.Errorf("failed to provision room %s (%s:%d): %w", key, filepath.Base(b.w().cfg.Path), b.w().cfg.Line("rooms."+key), err)
 		}
-		b.rooms[key] = roomID
+		b.w().rooms[key] = roomID
 		if err := b.invitePeople(ctx, roomID, r.Invite); err != nil {
 			return fmt.Errorf("failed to invite people to room %s: %w", key, err)
 		}
 		for _, a := range accts {
-			e := b.accounts[a.UserID()]
-			b.joined[e.name] = append(b.joined[e.name], roomID)
+			e := b.w().accounts[a.UserID()]
+			b.w().joined[e.name] = append(b.w().joined[e.name], roomID)
 		}
-		b.joined[hooks.RouterName] = append(b.joined[hooks.RouterName], roomID)
+		b.w().joined[hooks.RouterName] = append(b.w().joined[hooks.RouterName], roomID)
 		b.log.Info().Str("room", key).Stringer("room_id", roomID).Int("agents", len(accts)).Msg("room ready")
 	}
 	// Rooms agents name directly by id or alias, outside the rooms section.
 	for ref, accts := range members {
-		if _, ok := b.cfg.Rooms[ref]; ok || b.isConfiguredRef(ref) {
+		if _, ok := b.w().cfg.Rooms[ref]; ok || b.isConfiguredRef(ref) {
 			continue
 		}
 		roomID, err := b.router.EnsureRoom(ctx, refSpec(ref), accts)
@@ -272,8 +284,8 @@ func (b *Bot) provisionRooms(ctx context.Context) error {
 			return fmt.Errorf("failed to provision room %s: %w", ref, err)
 		}
 		for _, a := range accts {
-			e := b.accounts[a.UserID()]
-			b.joined[e.name] = append(b.joined[e.name], roomID)
+			e := b.w().accounts[a.UserID()]
+			b.w().joined[e.name] = append(b.w().joined[e.name], roomID)
 		}
 	}
 	return nil
@@ -299,9 +311,9 @@ func (b *Bot) invitePeople(ctx context.Context, room id.RoomID, users []id.UserI
 }
 
 func (b *Bot) isConfiguredRef(ref string) bool {
-	for _, key := range b.cfg.RoomKeys() {
-		r := b.cfg.Rooms[key]
-		if string(r.FullAlias(b.cfg.Matrix.ServerName)) == ref || (r.ID != "" && string(r.ID) == ref) {
+	for _, key := range b.w().cfg.RoomKeys() {
+		r := b.w().cfg.Rooms[key]
+		if string(r.FullAlias(b.w().cfg.Matrix.ServerName)) == ref || (r.ID != "" && string(r.ID) == ref) {
 			return true
 		}
 	}
@@ -330,12 +342,12 @@ func (b *Bot) emitLifecycleFor(ctx context.Context, ev hooks.Event[hooks.AgentLi
 	}
 	c := &hooks.AgentLifecycleContext{
 		Agent: e.name, EntityType: "agent", UserID: e.account.UserID(),
-		JoinedRooms: b.joined[e.name], StopReason: stopReason,
+		JoinedRooms: b.w().joined[e.name], StopReason: stopReason,
 	}
 	if e.router {
 		c.EntityType = "router"
 	} else {
-		c.Rooms = b.cfg.Agents[string(e.name)].Rooms
+		c.Rooms = b.w().cfg.Agents[string(e.name)].Rooms
 	}
 	c.CorrelationID = fmt.Sprintf("%s:%s", ev.Name(), e.name)
 	if err := hooks.Emit(ctx, reg, ev, c); err != nil {
@@ -345,9 +357,9 @@ func (b *Bot) emitLifecycleFor(ctx context.Context, ev hooks.Event[hooks.AgentLi
 
 // entities lists the managed accounts, router first, then agents by name.
 func (b *Bot) entities() []entity {
-	out := []entity{b.accounts[b.router.UserID()]}
-	for _, name := range b.cfg.AgentNames() {
-		out = append(out, b.accounts[b.agents[hooks.AgentName(name)].UserID()])
+	out := []entity{b.w().accounts[b.router.UserID()]}
+	for _, name := range b.w().cfg.AgentNames() {
+		out = append(out, b.w().accounts[b.w().agents[hooks.AgentName(name)].UserID()])
 	}
 	return out
 }
@@ -355,10 +367,10 @@ func (b *Bot) entities() []entity {
 // isManaged reports whether user is the router, an agent or a configured
 // bot account: hookroom never treats their messages and joins as people's.
 func (b *Bot) isManaged(user id.UserID) bool {
-	if _, ok := b.accounts[user]; ok {
+	if _, ok := b.w().accounts[user]; ok {
 		return true
 	}
-	for _, u := range b.cfg.Matrix.BotAccounts {
+	for _, u := range b.w().cfg.Matrix.BotAccounts {
 		if u == user {
 			return true
 		}

@@ -47,12 +47,12 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 	case "agents":
 		var s strings.Builder
 		for _, name := range b.agentsIn(ev.RoomID) {
-			a := b.cfg.Agents[string(name)]
-			fmt.Fprintf(&s, "- **%s** (%s): %s\n", cmpOr(a.DisplayName, string(name)), b.agents[name].UserID(), cmpOr(a.Role, "no role set"))
+			a := b.w().cfg.Agents[string(name)]
+			fmt.Fprintf(&s, "- **%s** (%s): %s\n", cmpOr(a.DisplayName, string(name)), b.w().agents[name].UserID(), cmpOr(a.Role, "no role set"))
 		}
 		reply = cmpOr(s.String(), "No agents in this room.")
 	case "hooks":
-		if !slices.Contains(b.cfg.Authorization.GlobalUsers, ev.Sender) {
+		if !slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender) {
 			reply = "Only hookroom's administrators (authorization.global_users) may list the hooks."
 			break
 		}

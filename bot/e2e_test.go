@@ -36,15 +36,15 @@ agents:
 `, e.localpart("lobby"), e.localpart("helper")))
 	var rec events
 	r := e.start(cfg, &rec, Options{})
-	lobby := r.bot.rooms["lobby"]
+	lobby := r.bot.w().rooms["lobby"]
 	if lobby == "" {
 		t.Fatal("lobby was not provisioned")
 	}
 	devices := map[id.UserID]id.DeviceID{}
-	for u, ent := range r.bot.accounts {
+	for u, ent := range r.bot.w().accounts {
 		devices[u] = ent.account.DeviceID()
 	}
-	agent := r.bot.agents["helper"]
+	agent := r.bot.w().agents["helper"]
 	members, err := r.bot.router.JoinedMembers(context.Background(), lobby)
 	if err != nil {
 		t.Fatal(err)
@@ -61,10 +61,10 @@ agents:
 	}
 
 	r2 := e.start(cfg, &rec, Options{})
-	if got := r2.bot.rooms["lobby"]; got != lobby {
+	if got := r2.bot.w().rooms["lobby"]; got != lobby {
 		t.Errorf("after restart lobby is %s, was %s", got, lobby)
 	}
-	for u, ent := range r2.bot.accounts {
+	for u, ent := range r2.bot.w().accounts {
 		if ent.account.DeviceID() != devices[u] {
 			t.Errorf("%s: device %s after restart, was %s", u, ent.account.DeviceID(), devices[u])
 		}

@@ -26,7 +26,7 @@ func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (
 		b.handleMember(ctx, ev)
 		return false
 	}
-	if e, managed := b.accounts[ev.Sender]; managed {
+	if e, managed := b.w().accounts[ev.Sender]; managed {
 		b.services.remember(ev, e)
 		return false
 	}
@@ -47,7 +47,7 @@ func (b *Bot) authorized(user id.UserID, room id.RoomID) bool {
 	if b.isManaged(user) {
 		return false
 	}
-	auth := b.cfg.Authorization
+	auth := b.w().cfg.Authorization
 	for _, u := range auth.GlobalUsers {
 		if u == user {
 			return true
@@ -71,15 +71,15 @@ func (b *Bot) authorized(user id.UserID, room id.RoomID) bool {
 // roomRefID resolves a room reference of config.yaml (a room key, a room id
 // or an alias of a configured room) to the room id it names here.
 func (b *Bot) roomRefID(ref string) id.RoomID {
-	if rid, ok := b.rooms[ref]; ok {
+	if rid, ok := b.w().rooms[ref]; ok {
 		return rid
 	}
 	if len(ref) > 0 && ref[0] == '!' {
 		return id.RoomID(ref)
 	}
-	for key, r := range b.cfg.Rooms {
-		if string(r.FullAlias(b.cfg.Matrix.ServerName)) == ref {
-			return b.rooms[key]
+	for key, r := range b.w().cfg.Rooms {
+		if string(r.FullAlias(b.w().cfg.Matrix.ServerName)) == ref {
+			return b.w().rooms[key]
 		}
 	}
 	return ""
@@ -137,7 +137,7 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 func (b *Bot) envelope(ev *event.Event, msg *event.MessageEventContent) hooks.Envelope {
 	thread := threadRoot(msg)
 	resolved := thread
-	if resolved == "" && b.cfg.Defaults.ThreadMode != config.ThreadModeRoom {
+	if resolved == "" && b.w().cfg.Defaults.ThreadMode != config.ThreadModeRoom {
 		resolved = ev.ID
 	}
 	kind := hooks.SourceMessage
@@ -275,7 +275,7 @@ func prevMembership(ev *event.Event) *event.MemberEventContent {
 // own accounts; other invites are left pending.
 func (b *Bot) handleInvite(ctx context.Context, e entity, inv matrixio.Invite) {
 	ok := b.isManaged(inv.Sender)
-	for _, u := range b.cfg.Authorization.GlobalUsers {
+	for _, u := range b.w().cfg.Authorization.GlobalUsers {
 		ok = ok || u == inv.Sender
 	}
 	log := zerolog.Ctx(ctx).With().Stringer("room_id", inv.RoomID).Stringer("inviter", inv.Sender).Logger()

@@ -17,7 +17,7 @@ import (
 // (de-duplicated across accounts) and queued for handling; only then does
 // it return, so a crash can never lose an event that was acknowledged.
 func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.SyncBatch) error {
-	e := b.accounts[acct]
+	e := b.w().accounts[acct]
 	log := zerolog.Ctx(ctx).With().Str("account", string(acct)).Logger()
 	if e.router {
 		if err := b.trackMembers(ctx, batch); err != nil {
@@ -63,7 +63,7 @@ func (s syncSink) HandleSync(ctx context.Context, acct id.UserID, batch matrixio
 
 // SyncReady fires bot:ready once the account caught up.
 func (s syncSink) SyncReady(ctx context.Context, acct id.UserID) {
-	s.b.markReady(ctx, s.b.accounts[acct])
+	s.b.markReady(ctx, s.b.w().accounts[acct])
 }
 
 // markReady fires bot:ready once per account and run, after its first sync.

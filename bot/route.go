@@ -19,8 +19,8 @@ import (
 // agentsIn returns the agents configured for room, by name.
 func (b *Bot) agentsIn(room id.RoomID) []hooks.AgentName {
 	var out []hooks.AgentName
-	for _, name := range b.cfg.AgentNames() {
-		if slices.Contains(b.joined[hooks.AgentName(name)], room) {
+	for _, name := range b.w().cfg.AgentNames() {
+		if slices.Contains(b.w().joined[hooks.AgentName(name)], room) {
 			out = append(out, hooks.AgentName(name))
 		}
 	}
@@ -38,12 +38,12 @@ func (b *Bot) mentioned(msg *event.MessageEventContent, candidates []hooks.Agent
 	var hits []hit
 	body := strings.ToLower(msg.Body)
 	for _, name := range candidates {
-		acct := b.agents[name]
+		acct := b.w().agents[name]
 		pos := -1
 		if msg.Mentions != nil && slices.Contains(msg.Mentions.UserIDs, acct.UserID()) {
 			pos = 0
 		}
-		a := b.cfg.Agents[string(name)]
+		a := b.w().cfg.Agents[string(name)]
 		for _, form := range []string{string(acct.UserID()), "@" + a.Username, "@" + string(name), "@" + a.DisplayName} {
 			form = strings.ToLower(form)
 			if form == "@" {
@@ -105,13 +105,13 @@ func (b *Bot) route(ctx context.Context, ev *event.Event, msg *event.MessageEven
 
 // askRouter asks the router's model which agent should answer.
 func (b *Bot) askRouter(ctx context.Context, body string, candidates []hooks.AgentName) (hooks.AgentName, bool) {
-	model, ok := b.models[b.cfg.Router.Model]
-	if !ok || b.specs[b.cfg.Router.Model].Provider == agents.ProviderEcho {
+	model, ok := b.w().models[b.w().cfg.Router.Model]
+	if !ok || b.w().specs[b.w().cfg.Router.Model].Provider == agents.ProviderEcho {
 		return "", false
 	}
 	var list strings.Builder
 	for _, name := range candidates {
-		a := b.cfg.Agents[string(name)]
+		a := b.w().cfg.Agents[string(name)]
 		fmt.Fprintf(&list, "- %s: %s\n", name, strings.TrimSpace(cmpOr(a.Role, a.DisplayName, string(name))))
 	}
 	req := &agents.Request{Messages: []agents.Message{
@@ -142,8 +142,8 @@ func (b *Bot) askRouter(ctx context.Context, body string, candidates []hooks.Age
 
 // handoff posts the router's visible note that an agent takes over.
 func (b *Bot) handoff(ctx context.Context, ev *event.Event, env hooks.Envelope, agent hooks.AgentName) {
-	acct := b.agents[agent]
-	a := b.cfg.Agents[string(agent)]
+	acct := b.w().agents[agent]
+	a := b.w().cfg.Agents[string(agent)]
 	text := fmt.Sprintf("Handing this to [%s](https://matrix.to/#/%s).", cmpOr(a.DisplayName, string(agent)), acct.UserID())
 	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "handoff"), Notice: true, Mentions: []id.UserID{acct.UserID()}}
 	if env.ResolvedThreadID != "" {

@@ -63,7 +63,7 @@ func (s *hostServices) bind() hooks.Services {
 
 // account returns the account that speaks for agent (the router for "").
 func (s *hostServices) account(agent hooks.AgentName) *matrixio.Account {
-	if a, ok := s.b.agents[agent]; ok {
+	if a, ok := s.b.w().agents[agent]; ok {
 		return a
 	}
 	return s.b.router

@@ -60,7 +60,7 @@ func (b *Bot) scopeKey(env hooks.Envelope) string {
 func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, reg *hooks.Registry, replayed bool) {
 	env.AgentName = agent
 	t := &turn{
-		b: b, ev: ev, env: env, agent: agent, acct: b.agents[agent], reg: reg,
+		b: b, ev: ev, env: env, agent: agent, acct: b.w().agents[agent], reg: reg,
 		scope: b.scopeKey(env), replayed: replayed,
 		log: zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
 	}
@@ -193,7 +193,7 @@ func (t *turn) enrich(ctx context.Context) (enrich.Turn, error) {
 // system-context block), the stored history of this thread, the transient
 // block and the enriched user turn.
 func (t *turn) prompt(ctx context.Context, et enrich.Turn) ([]agents.Message, error) {
-	spec := t.b.specs[t.b.modelName(t.agent)]
+	spec := t.b.w().specs[t.b.modelName(t.agent)]
 	budget := agents.HistoryBudget(spec.ContextWindow, 0)
 	var summarizer agents.Model
 	if spec.Provider != agents.ProviderEcho {
@@ -223,7 +223,7 @@ func (t *turn) prompt(ctx context.Context, et enrich.Turn) ([]agents.Message, er
 
 // systemPrompt is the agent's system prompt for one run.
 func (b *Bot) systemPrompt(agent hooks.AgentName, systemBlock string) string {
-	a := b.cfg.Agents[string(agent)]
+	a := b.w().cfg.Agents[string(agent)]
 	var s strings.Builder
 	fmt.Fprintf(&s, "You are %s, an assistant in a Matrix chat room.", cmpOr(a.DisplayName, string(agent)))
 	if a.Role != "" {
@@ -262,7 +262,7 @@ func (t *turn) stream(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	if !t.b.cfg.Defaults.StreamingEnabled() {
+	if !t.b.w().cfg.Defaults.StreamingEnabled() {
 		return
 	}
 	tick := time.NewTicker(t.b.opts.EditInterval)

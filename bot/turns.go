@@ -109,17 +109,17 @@ func (x *turnIndex) stop(target id.EventID) bool {
 
 // modelName is the model an agent runs on.
 func (b *Bot) modelName(agent hooks.AgentName) string {
-	return b.cfg.Agents[string(agent)].Model
+	return b.w().cfg.Agents[string(agent)].Model
 }
 
 func (b *Bot) modelFor(agent hooks.AgentName) agents.Model {
-	return b.models[b.modelName(agent)]
+	return b.w().models[b.modelName(agent)]
 }
 
 // toolsFor builds the tools an agent may call.
 func (b *Bot) toolsFor(agent hooks.AgentName) *agents.Toolset {
 	var tools []agents.Tool
-	for _, name := range b.cfg.Agents[string(agent)].Tools {
+	for _, name := range b.w().cfg.Agents[string(agent)].Tools {
 		switch name {
 		case agents.ToolCurrentTime:
 			tools = append(tools, agents.CurrentTime{})
