@@ -3,7 +3,6 @@ package bot
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/tracking"
 )
 
@@ -32,6 +32,12 @@ type Options struct {
 	// AfterRecord is called after an inbound event was written to the
 	// inbox and before it is handled (crash tests kill the process here).
 	AfterRecord func(ev *event.Event)
+	// Watch reloads config.yaml and the plugin directories when they change
+	// (hookroom run turns it on).
+	Watch bool
+	// ConfigOptions are passed to config.Load when the configuration is
+	// loaded again (tests substitute the environment).
+	ConfigOptions []config.Option
 	// PlaceholderDelay and EditInterval pace the delivery of replies
 	// (defaults 400ms and 1s): a reply complete within PlaceholderDelay is
 	// sent as one message; a slower one gets a placeholder edited at most
@@ -63,6 +69,8 @@ type Bot struct {
 	history      *agents.History
 	turns        turnQueues
 	turnsByEvent turnIndex
+	syncs        syncLoops
+	reloadMu     sync.Mutex
 
 	readyMu sync.Mutex
 	ready   map[id.UserID]bool
@@ -78,6 +86,7 @@ type world struct {
 	joined   map[hooks.AgentName][]id.RoomID
 	models   map[string]agents.Model
 	specs    map[string]agents.ModelSpec
+	plugins  *plugins.Set // nil when Options.Registry replaced plugin loading
 }
 
 // w returns the world in service.
@@ -164,7 +173,12 @@ func (b *Bot) buildRegistry(ctx context.Context) (*hooks.Registry, error) {
 		}
 		return reg, nil
 	}
-	return b.loadPlugins(ctx)
+	set, reg, err := b.loadPlugins(ctx, b.w().cfg, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	b.w().plugins = set
+	return reg, nil
 }
 
 // Registry returns the hook registry in service.
@@ -178,10 +192,11 @@ func (b *Bot) Run(ctx context.Context) error {
 	ctx = b.log.WithContext(ctx)
 	defer b.db.Close()
 	defer b.mx.Close()
-	if err := b.startAccounts(ctx); err != nil {
+	w := b.w()
+	if err := b.startAccounts(ctx, w, &world{}); err != nil {
 		return err
 	}
-	if err := b.provisionRooms(ctx); err != nil {
+	if err := b.provisionRooms(ctx, w); err != nil {
 		return err
 	}
 	b.emitLifecycle(ctx, hooks.AgentStarted, "")
@@ -191,22 +206,23 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.dispatch.replay(runCtx); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(b.w().accounts))
+	b.syncs.start(runCtx, cancel)
 	for _, e := range b.w().accounts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := e.account.Run(runCtx, syncSink{b})
-			if err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("sync loop of %s stopped: %w", e.account.UserID(), err)
-				cancel()
-			}
-		}()
+		b.syncs.add(b, e)
+	}
+	var watchDone chan struct{}
+	if b.opts.Watch {
+		watchDone = make(chan struct{})
+		go func() { defer close(watchDone); b.watch(runCtx) }()
 	}
 	b.log.Info().Int("accounts", len(b.w().accounts)).Int("rooms", len(b.w().rooms)).Msg("hookroom is running")
 	<-runCtx.Done()
-	wg.Wait()
+	if watchDone != nil {
+		<-watchDone
+	}
+	b.reloadMu.Lock() // no reload in flight from here on
+	defer b.reloadMu.Unlock()
+	b.syncs.wait()
 	b.dispatch.stop()
 	b.turns.wait()
 
@@ -214,45 +230,59 @@ func (b *Bot) Run(ctx context.Context) error {
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer stopCancel()
 	b.emitLifecycle(stopCtx, hooks.AgentStopped, "shutdown")
+	if set := b.w().plugins; set != nil {
+		_ = set.Close()
+	}
 	b.log.Info().Msg("hookroom stopped")
-	close(errs)
-	return <-errs
+	return b.syncs.err()
 }
 
-// startAccounts logs in (or creates) the router and every agent account.
-func (b *Bot) startAccounts(ctx context.Context) error {
-	router, err := b.mx.EnsureAccount(ctx, matrixio.AccountSpec{
-		Localpart: b.w().cfg.Matrix.Router.Username, DisplayName: b.w().cfg.Matrix.Router.DisplayName,
-	})
-	if err != nil {
-		return fmt.Errorf("failed to start the router account: %w", err)
+// startAccounts logs in (or creates) the router, unless it runs already,
+// and every agent account of w's configuration, reusing the accounts of
+// prev whose agent keeps its username and display name.
+func (b *Bot) startAccounts(ctx context.Context, w, prev *world) error {
+	if b.router == nil {
+		router, err := b.mx.EnsureAccount(ctx, matrixio.AccountSpec{
+			Localpart: w.cfg.Matrix.Router.Username, DisplayName: w.cfg.Matrix.Router.DisplayName,
+		})
+		if err != nil {
+			return fmt.Errorf("failed to start the router account: %w", err)
+		}
+		b.router = router
 	}
-	b.router = router
-	b.w().accounts[router.UserID()] = entity{name: hooks.RouterName, router: true, account: router}
-	for _, name := range b.w().cfg.AgentNames() {
-		a := b.w().cfg.Agents[name]
+	w.accounts[b.router.UserID()] = entity{name: hooks.RouterName, router: true, account: b.router}
+	for _, name := range w.cfg.AgentNames() {
+		a := w.cfg.Agents[name]
+		if old, ok := prev.agents[hooks.AgentName(name)]; ok {
+			pa := prev.cfg.Agents[name]
+			if pa.Username == a.Username && pa.DisplayName == a.DisplayName {
+				w.agents[hooks.AgentName(name)] = old
+				w.accounts[old.UserID()] = entity{name: hooks.AgentName(name), account: old}
+				continue
+			}
+		}
 		acct, err := b.mx.EnsureAccount(ctx, matrixio.AccountSpec{Localpart: a.Username, DisplayName: a.DisplayName})
 		if err != nil {
 			return fmt.Errorf("failed to start the account of agent %s: %w", name, err)
 		}
-		b.w().agents[hooks.AgentName(name)] = acct
-		b.w().accounts[acct.UserID()] = entity{name: hooks.AgentName(name), account: acct}
+		w.agents[hooks.AgentName(name)] = acct
+		w.accounts[acct.UserID()] = entity{name: hooks.AgentName(name), account: acct}
 	}
 	return nil
 }
 
-// provisionRooms resolves or creates every configured room and joins the
-// router and the agents configured for it.
-func (b *Bot) provisionRooms(ctx context.Context) error {
+// provisionRooms resolves or creates every room of w's configuration and
+// joins the router and the agents configured for it.
+func (b *Bot) provisionRooms(ctx context.Context, w *world) error {
 	members := map[string][]*matrixio.Account{} // room reference → agent accounts
-	for _, name := range b.w().cfg.AgentNames() {
-		for _, ref := range b.w().cfg.Agents[name].Rooms {
-			members[ref] = append(members[ref], b.w().agents[hooks.AgentName(name)])
+	for _, name := range w.cfg.AgentNames() {
+		for _, ref := range w.cfg.Agents[name].Rooms {
+			members[ref] = append(members[ref], w.agents[hooks.AgentName(name)])
 		}
 	}
-	for _, key := range b.w().cfg.RoomKeys() {
-		r := b.w().cfg.Rooms[key]
-		spec := matrixio.RoomSpec{Alias: r.FullAlias(b.w().cfg.Matrix.ServerName), ID: r.ID, Name: r.Name, Topic: r.Topic}
+	for _, key := range w.cfg.RoomKeys() {
+		r := w.cfg.Rooms[key]
+		spec := matrixio.RoomSpec{Alias: r.FullAlias(w.cfg.Matrix.ServerName), ID: r.ID, Name: r.Name, Topic: r.Topic}
 		var accts []*matrixio.Account
 		accts = append(accts, members[key]...)
 		accts = append(accts, members[string(spec.Alias)]...)
@@ -261,22 +291,22 @@ func (b *Bot) provisionRooms(ctx context.Context) error {
 		}
 		roomID, err := b.router.EnsureRoom(ctx, spec, accts)
 		if err != nil {
-			return fmt.Errorf("failed to provision room %s (%s:%d): %w", key, filepath.Base(b.w().cfg.Path), b.w().cfg.Line("rooms."+key), err)
+			return fmt.Errorf("failed to provision room %s (%s:%d): %w", key, filepath.Base(w.cfg.Path), w.cfg.Line("rooms."+key), err)
 		}
-		b.w().rooms[key] = roomID
+		w.rooms[key] = roomID
 		if err := b.invitePeople(ctx, roomID, r.Invite); err != nil {
 			return fmt.Errorf("failed to invite people to room %s: %w", key, err)
 		}
 		for _, a := range accts {
-			e := b.w().accounts[a.UserID()]
-			b.w().joined[e.name] = append(b.w().joined[e.name], roomID)
+			e := w.accounts[a.UserID()]
+			w.joined[e.name] = append(w.joined[e.name], roomID)
 		}
-		b.w().joined[hooks.RouterName] = append(b.w().joined[hooks.RouterName], roomID)
+		w.joined[hooks.RouterName] = append(w.joined[hooks.RouterName], roomID)
 		b.log.Info().Str("room", key).Stringer("room_id", roomID).Int("agents", len(accts)).Msg("room ready")
 	}
 	// Rooms agents name directly by id or alias, outside the rooms section.
 	for ref, accts := range members {
-		if _, ok := b.w().cfg.Rooms[ref]; ok || b.isConfiguredRef(ref) {
+		if _, ok := w.cfg.Rooms[ref]; ok || isConfiguredRef(w.cfg, ref) {
 			continue
 		}
 		roomID, err := b.router.EnsureRoom(ctx, refSpec(ref), accts)
@@ -284,8 +314,8 @@ func (b *Bot) provisionRooms(ctx context.Context) error {
 			return fmt.Errorf("failed to provision room %s: %w", ref, err)
 		}
 		for _, a := range accts {
-			e := b.w().accounts[a.UserID()]
-			b.w().joined[e.name] = append(b.w().joined[e.name], roomID)
+			e := w.accounts[a.UserID()]
+			w.joined[e.name] = append(w.joined[e.name], roomID)
 		}
 	}
 	return nil
@@ -310,10 +340,10 @@ func (b *Bot) invitePeople(ctx context.Context, room id.RoomID, users []id.UserI
 	return nil
 }
 
-func (b *Bot) isConfiguredRef(ref string) bool {
-	for _, key := range b.w().cfg.RoomKeys() {
-		r := b.w().cfg.Rooms[key]
-		if string(r.FullAlias(b.w().cfg.Matrix.ServerName)) == ref || (r.ID != "" && string(r.ID) == ref) {
+func isConfiguredRef(cfg *config.Config, ref string) bool {
+	for _, key := range cfg.RoomKeys() {
+		r := cfg.Rooms[key]
+		if string(r.FullAlias(cfg.Matrix.ServerName)) == ref || (r.ID != "" && string(r.ID) == ref) {
 			return true
 		}
 	}

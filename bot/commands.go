@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
@@ -36,7 +37,8 @@ const helpText = `**hookroom** — talk to the agents of this room by mentioning
 Commands:
 - ` + "`!help`" + ` — this message
 - ` + "`!agents`" + ` — the agents in this room
-- ` + "`!hooks`" + ` — the hooks in service (admins)`
+- ` + "`!hooks`" + ` — the hooks in service (admins)
+- ` + "`!reload-plugins`" + ` — reload config.yaml and restart every plugin (admins)`
 
 // runCommand answers a command as the router.
 func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelope, cmd command) {
@@ -51,6 +53,17 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 			fmt.Fprintf(&s, "- **%s** (%s): %s\n", cmpOr(a.DisplayName, string(name)), b.w().agents[name].UserID(), cmpOr(a.Role, "no role set"))
 		}
 		reply = cmpOr(s.String(), "No agents in this room.")
+	case "reload-plugins":
+		if !slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender) {
+			reply = "Only hookroom's administrators (authorization.global_users) may reload plugins."
+			break
+		}
+		rep, err := b.Reload(ctx, true)
+		if err != nil {
+			reply = "Reload failed; the running configuration stays in service:\n\n```\n" + err.Error() + "\n```"
+		} else {
+			reply = fmt.Sprintf("Reloaded in %s: %s.", rep.Took.Round(time.Millisecond), rep.Summary())
+		}
 	case "hooks":
 		if !slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender) {
 			reply = "Only hookroom's administrators (authorization.global_users) may list the hooks."

@@ -100,7 +100,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		_ = tw.Flush()
 		return 0
 	}
-	b, err := New(ctx, cfg, Options{})
+	b, err := New(ctx, cfg, Options{Watch: true})
 	if err != nil {
 		log.Error().Err(err).Msg("failed to start")
 		return 1

@@ -2,33 +2,62 @@ package bot
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 
+	"github.com/rs/zerolog"
+
+	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/plugins"
 )
 
-// loadPlugins builds the hook registry from config.yaml's plugins.
-func (b *Bot) loadPlugins(context.Context) (*hooks.Registry, error) {
-	if len(b.w().cfg.Plugins) > 0 {
-		return nil, errors.New("failed to load plugins: plugin loading is not wired yet")
+// loadPlugins builds the plugin set of cfg (reusing the unchanged plugins
+// of prev, or none when force is set) and a hook registry from it.
+func (b *Bot) loadPlugins(ctx context.Context, cfg *config.Config, prev *plugins.Set, force bool) (*plugins.Set, *hooks.Registry, error) {
+	l := plugins.Loader{
+		AllowEnv:     func(e config.PluginEntry) []string { return e.Env },
+		ForceRestart: force,
 	}
-	return hooks.NewRegistry(nil, b.registryOptions())
+	set, err := l.Load(ctx, cfg, prev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to load plugins: %w", err)
+	}
+	for _, w := range set.Warnings() {
+		zerolog.Ctx(ctx).Warn().Msg(w)
+	}
+	reg, err := set.Registry(b.registryOptions())
+	if err != nil {
+		_ = set.Close()
+		return nil, nil, err
+	}
+	return set, reg, nil
 }
 
-// registryOptions are the engine settings of config.yaml plus the host
-// services.
+// registryOptions are the host services; the engine settings and the
+// allowlists come from the plugin set's configuration.
 func (b *Bot) registryOptions() hooks.Options {
-	allow := map[hooks.AgentName][]string{}
-	for name, a := range b.w().cfg.Agents {
-		if a.Plugins != nil {
-			allow[hooks.AgentName(name)] = a.Plugins
-		}
-	}
-	return hooks.Options{
-		Services:             b.services.bind(),
-		CollectorConcurrency: b.w().cfg.Hooks.CollectorConcurrency,
-		MaxDepth:             b.w().cfg.Hooks.MaxDepth,
-		Allowlist:            allow,
-		Previous:             b.live.Load(),
-	}
+	return hooks.Options{Services: b.services.bind(), Previous: b.live.Load()}
+}
+
+// pluginTool adapts a plugin's tool to the agents' tool interface.
+type pluginTool struct {
+	b    *Bot
+	set  *plugins.Set
+	tool plugins.PluginTool
+}
+
+var _ agents.Tool = pluginTool{}
+
+func (t pluginTool) Spec() agents.ToolSpec {
+	return agents.ToolSpec{Name: t.tool.Name, Description: t.tool.Description, Parameters: t.tool.Parameters}
+}
+
+func (t pluginTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	call, _ := agents.ToolCallFrom(ctx)
+	return t.set.CallTool(ctx, t.b.live.Load(), t.tool.Name, plugins.ToolCall{
+		Arguments: args, Agent: call.Agent, RoomID: call.RoomID, ThreadID: call.ThreadID,
+		RequesterID: call.RequesterID, SessionID: call.SessionID,
+	})
 }

@@ -125,6 +125,12 @@ func (b *Bot) toolsFor(agent hooks.AgentName) *agents.Toolset {
 			tools = append(tools, agents.CurrentTime{})
 		case agents.ToolRoomInfo:
 			tools = append(tools, agents.RoomInfoTool(b.roomInfo))
+		default:
+			if set := b.w().plugins; set != nil {
+				if t, ok := set.Tool(name); ok {
+					tools = append(tools, pluginTool{b: b, set: set, tool: t})
+				}
+			}
 		}
 	}
 	if len(tools) == 0 {

@@ -30,6 +30,10 @@ type PluginEntry struct {
 	Settings map[string]any `yaml:"settings,omitempty"`
 	// Hooks overrides the plugin's own declaration of individual hooks, by hook name.
 	Hooks map[string]HookOverride `yaml:"hooks,omitempty"`
+	// Env names the environment variables a process plugin may receive
+	// (when its manifest asks for them). Nothing else of the server's
+	// environment reaches the plugin.
+	Env []string `yaml:"env,omitempty"`
 
 	// AbsPath is Path resolved against the config directory (set by
 	// ApplyDefaults; "" for built-ins).
@@ -122,7 +126,7 @@ func (p *PluginEntry) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the short (path string) form when the entry has only a
 // path, and the mapping form otherwise.
 func (p PluginEntry) MarshalYAML() (any, error) {
-	if p.Builtin == "" && p.Enabled == nil && p.Settings == nil && p.Hooks == nil {
+	if p.Builtin == "" && p.Enabled == nil && p.Settings == nil && p.Hooks == nil && p.Env == nil {
 		return p.Path, nil
 	}
 	return pluginEntryFields(p), nil

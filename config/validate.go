@@ -324,8 +324,15 @@ func (v *validator) plugins() {
 				v.errorf(joinKey(hp, "failure_policy"), "must be %q or %q, not %q", FailOpen, FailClosed, *h.FailurePolicy)
 			}
 		}
+		for j, name := range e.Env {
+			if !envNameRE.MatchString(name) {
+				v.errorf(joinIndex(joinKey(p, "env"), j), "%q is not an environment variable name", name)
+			}
+		}
 	}
 }
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (v *validator) engine() {
 	h := v.c.Hooks

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/hookroom/hookroom/bot"
+	_ "github.com/hookroom/hookroom/plugins/builtin/all" // the built-in plugins
 )
 
 func main() {

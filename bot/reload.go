@@ -1,0 +1,163 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/matrixio"
+)
+
+// ReloadReport says what a reload changed.
+type ReloadReport struct {
+	Config  config.Changes
+	Plugins []string // "added audit_log", "restarted geo", …
+	// NeedsRestart lists changes that only take effect after a restart.
+	NeedsRestart []string
+	Took         time.Duration
+}
+
+// Summary is a one-paragraph human-readable account of the report.
+func (r ReloadReport) Summary() string {
+	var parts []string
+	if !r.Config.IsEmpty() {
+		parts = append(parts, "config: "+r.Config.String())
+	}
+	if len(r.Plugins) > 0 {
+		parts = append(parts, "plugins: "+strings.Join(r.Plugins, ", "))
+	}
+	if len(r.NeedsRestart) > 0 {
+		parts = append(parts, "needs a restart: "+strings.Join(r.NeedsRestart, ", "))
+	}
+	if len(parts) == 0 {
+		return "nothing changed"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Reload reads config.yaml again and applies it while hookroom runs: it
+// builds the new plugin set and hook registry (reusing unchanged plugin
+// processes; force restarts them all), starts the accounts of new agents
+// and stops removed ones, provisions rooms, swaps the configuration and the
+// registry in one step each, then fires config:reloaded. A configuration
+// that does not load or validate changes nothing: the error names
+// file:line and the running configuration stays in service. Turns in
+// flight finish on the registry they started with.
+func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
+	b.reloadMu.Lock()
+	defer b.reloadMu.Unlock()
+	start := time.Now()
+	old := b.w()
+	cfg, err := config.Load(ctx, old.cfg.Path, b.opts.ConfigOptions...)
+	if err != nil {
+		return ReloadReport{}, fmt.Errorf("failed to reload: %w", err)
+	}
+	rep := ReloadReport{Config: config.Diff(old.cfg, cfg)}
+	if rep.Config.Matrix {
+		rep.NeedsRestart = append(rep.NeedsRestart, "matrix")
+		cfg.Matrix = old.cfg.Matrix
+	}
+	if rep.Config.Storage {
+		rep.NeedsRestart = append(rep.NeedsRestart, "data_dir/database")
+	}
+
+	next := &world{
+		cfg: cfg, agents: map[hooks.AgentName]*matrixio.Account{}, accounts: maps.Clone(old.accounts),
+		rooms: map[string]id.RoomID{}, joined: map[hooks.AgentName][]id.RoomID{},
+		models: old.models, specs: old.specs, plugins: old.plugins,
+	}
+	if rep.Config.Models {
+		if next.models, next.specs, err = buildModels(cfg); err != nil {
+			return rep, fmt.Errorf("failed to reload: %w", err)
+		}
+	}
+
+	// Plugins and the registry: built and validated before anything changes.
+	var reg *hooks.Registry
+	if b.opts.Registry == nil {
+		set, r, err := b.loadPlugins(ctx, cfg, old.plugins, force)
+		if err != nil {
+			return rep, fmt.Errorf("failed to reload: %w", err)
+		}
+		next.plugins, reg = set, r
+		rep.Plugins = set.Changes(old.plugins)
+	}
+
+	// Accounts and rooms.
+	agentsChanged := len(rep.Config.AgentsAdded)+len(rep.Config.AgentsRemoved)+len(rep.Config.AgentsChanged) > 0
+	roomsChanged := len(rep.Config.RoomsAdded)+len(rep.Config.RoomsRemoved)+len(rep.Config.RoomsChanged) > 0
+	if agentsChanged || roomsChanged {
+		next.accounts = map[id.UserID]entity{}
+		if err := b.startAccounts(ctx, next, old); err != nil {
+			b.discard(next, old)
+			return rep, fmt.Errorf("failed to reload: %w", err)
+		}
+		if err := b.provisionRooms(ctx, next); err != nil {
+			b.discard(next, old)
+			return rep, fmt.Errorf("failed to reload: %w", err)
+		}
+	} else {
+		next.agents, next.accounts, next.rooms, next.joined = old.agents, old.accounts, old.rooms, old.joined
+	}
+
+	// Swap: from here on new events see the new configuration and hooks.
+	b.state.Store(next)
+	if reg != nil {
+		b.live.Store(reg)
+	}
+	rep.Took = time.Since(start)
+	for user, e := range old.accounts {
+		if _, kept := next.accounts[user]; !kept {
+			b.emitLifecycleFor(ctx, hooks.AgentStopped, e, "removed from config.yaml")
+			b.syncs.remove(user)
+		}
+	}
+	for user, e := range next.accounts {
+		if _, had := old.accounts[user]; !had {
+			b.emitLifecycleFor(ctx, hooks.AgentStarted, e, "")
+			b.syncs.add(b, e)
+		}
+	}
+	if old.plugins != nil && old.plugins != next.plugins {
+		_ = old.plugins.Close() // stops only what the new set does not use
+	}
+	b.emitReloaded(ctx, rep)
+	zerolog.Ctx(ctx).Info().Str("changes", rep.Summary()).Dur("took", rep.Took).Msg("configuration reloaded")
+	return rep, nil
+}
+
+// discard closes what a failed reload started and the old world does not use.
+func (b *Bot) discard(next, old *world) {
+	if next.plugins != nil && next.plugins != old.plugins {
+		_ = next.plugins.Close()
+	}
+}
+
+func (b *Bot) emitReloaded(ctx context.Context, rep ReloadReport) {
+	reg := b.live.Load()
+	if !reg.Has(hooks.ConfigReloaded.Name()) {
+		return
+	}
+	names := func(s []string) []hooks.AgentName {
+		out := make([]hooks.AgentName, len(s))
+		for i, n := range s {
+			out[i] = hooks.AgentName(n)
+		}
+		return out
+	}
+	c := &hooks.ConfigReloadedContext{
+		AddedAgents: names(rep.Config.AgentsAdded), ChangedAgents: names(rep.Config.AgentsChanged),
+		RemovedAgents: names(rep.Config.AgentsRemoved), PluginChanges: slices.Clone(rep.Plugins),
+	}
+	if err := hooks.Emit(context.WithoutCancel(ctx), reg, hooks.ConfigReloaded, c); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("config:reloaded hooks did not finish")
+	}
+}
