@@ -1,0 +1,281 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/hooks"
+	_ "github.com/hookroom/hookroom/plugins/builtin/all"
+)
+
+// logBuffer collects a bot's log lines for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// reloadEnv runs hookroom with plugins from config.yaml (no Registry
+// override) and file watching on, against the scripted model.
+type reloadEnv struct {
+	*turnEnv
+	logs   logBuffer
+	secret string
+}
+
+func newReloadEnv(t *testing.T, plugins string) *reloadEnv {
+	e := &reloadEnv{turnEnv: &turnEnv{testEnv: newEnv(t), llm: llmtest.NewServer(t), rec: &events{}}}
+	e.person = e.hs.RegisterUser(t, "alice")
+	e.room = createRoom(t, e.person, e.userID("router"), e.userID("helper"))
+	e.cfg = e.body(plugins, "")
+	cfg := e.config(e.cfg)
+	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &e.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
+	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
+	b, err := New(ctx, cfg, Options{Watch: true, ConfigOptions: []config.Option{config.WithLookupEnv(e.lookup)},
+		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond})
+	if err != nil {
+		cancel()
+		t.Fatalf("New: %v", err)
+	}
+	r := &running{bot: b, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- b.Run(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+	e.bot = r
+	e.waitLog("hookroom is running", 1)
+	return e
+}
+
+func (e *reloadEnv) lookup(k string) (string, bool) {
+	if k == "HS_SECRET" {
+		return e.hs.Secret, true
+	}
+	return "", false
+}
+
+// body is the config body with the given plugins section and extra agents.
+func (e *reloadEnv) body(plugins, extraAgents string) string {
+	return fmt.Sprintf(`models:
+  agent:
+    provider: openai
+    base_url: %s
+    model: agent-model
+rooms:
+  main:
+    id: "%s"
+authorization:
+  global_users: ["%s"]
+agents:
+  helper:
+    username: %s
+    rooms: [main]
+%s%s`, e.llm.URL, e.room, e.person.UserID, e.localpart("helper"), extraAgents, plugins)
+}
+
+// rewrite replaces config.yaml the way editors do: write a temporary file,
+// rename it over the old one.
+func (e *reloadEnv) rewrite(body string) {
+	e.t.Helper()
+	cur, err := os.ReadFile(e.yaml)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	head := string(cur)[:strings.Index(string(cur), "models:")]
+	tmp := filepath.Join(filepath.Dir(e.yaml), ".config.yaml.tmp")
+	if err := os.WriteFile(tmp, []byte(head+body), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, e.yaml); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *reloadEnv) waitLog(substr string, n int) {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Count(e.logs.String(), substr) < n {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("log never showed %q %d times:\n%s", substr, n, e.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// askAndWait sends a message and waits for the model to be asked; it
+// returns the user turn the model received.
+func (e *reloadEnv) askAndWait(text string) string {
+	e.t.Helper()
+	before := e.llm.Count()
+	e.llm.Script(llmtest.Text("ok"))
+	e.say(text, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for e.llm.Count() == before {
+		if time.Now().After(deadline) {
+			e.t.Fatal("the model was never asked")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := e.llm.LastRequest(e.t)
+	return string(r.Body.Messages[len(r.Body.Messages)-1].Content)
+}
+
+func TestReloadEnablesPluginForNextTurn(t *testing.T) {
+	e := newReloadEnv(t, "")
+	if got := e.askAndWait("first"); strings.Contains(got, "hookroom_message_context") {
+		t.Fatalf("context block before the plugin was enabled:\n%s", got)
+	}
+	e.rewrite(e.body("plugins:\n  - builtin: context_info\n    settings:\n      timezone: Europe/Paris\n", ""))
+	e.waitLog("configuration reloaded", 1)
+	got := e.askAndWait("second")
+	if !strings.Contains(got, "hookroom_message_context") || !strings.Contains(got, "Europe/Paris") {
+		t.Errorf("the turn after enabling context_info lacks its items:\n%s", got)
+	}
+	if !strings.Contains(e.logs.String(), "added context_info") {
+		t.Errorf("reload log does not say the plugin was added")
+	}
+}
+
+func TestBrokenEditKeepsRunningConfig(t *testing.T) {
+	e := newReloadEnv(t, "plugins:\n  - builtin: context_info\n")
+	for i, tc := range []struct {
+		name, body, want string
+	}{
+		{"yaml syntax", e.body("plugins:\n  - builtin: context_info\n   bad: [\n", ""), "config.yaml:"},
+		{"unknown key", e.body("plugins:\n  - builtin: context_info\n    colour: blue\n", ""), "plugins[0].colour: unknown key"},
+		{"unknown builtin", e.body("plugins:\n  - builtin: no_such_plugin\n", ""), "no_such_plugin"},
+		{"duplicate plugin", e.body("plugins:\n  - builtin: context_info\n  - builtin: context_info\n", ""), "listed twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.rewrite(tc.body)
+			e.waitLog("configuration not reloaded", i+1)
+			logs := e.logs.String()
+			last := logs[strings.LastIndex(logs, "configuration not reloaded")-400:]
+			if !strings.Contains(last, tc.want) || !strings.Contains(last, "config.yaml:") {
+				t.Errorf("error does not name %q with file:line:\n%s", tc.want, last)
+			}
+			if got := e.askAndWait("still there?"); !strings.Contains(got, "hookroom_message_context") {
+				t.Errorf("the running configuration (with context_info) is no longer in service:\n%s", got)
+			}
+		})
+	}
+}
+
+func TestReloadAddsAndRemovesAgents(t *testing.T) {
+	e := newReloadEnv(t, "")
+	second := fmt.Sprintf("  second:\n    username: %s\n    rooms: [main]\n", e.localpart("second"))
+	e.rewrite(e.body("", second))
+	e.waitLog("configuration reloaded", 1)
+	w := e.bot.bot.w()
+	acct, ok := w.agents["second"]
+	if !ok {
+		t.Fatal("the new agent has no account")
+	}
+	members, err := e.bot.bot.router.JoinedMembers(context.Background(), e.room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := members[acct.UserID()]; !ok {
+		t.Errorf("the new agent did not join the room")
+	}
+	// It answers when mentioned.
+	e.llm.Script(llmtest.Text("second here"))
+	e.say("@"+e.localpart("second")+" hi", "")
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(e.logs.String(), `"agent":"second"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new agent never answered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.rewrite(e.body("", ""))
+	e.waitLog("configuration reloaded", 2)
+	if _, ok := e.bot.bot.w().agents["second"]; ok {
+		t.Error("the removed agent is still configured")
+	}
+}
+
+// BenchmarkReload measures the time from saving config.yaml to the new
+// hook registry serving (a plugin's hook override changed), through the
+// file watcher. It needs no homeserver: nothing Matrix-side changes.
+func BenchmarkReload(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	write := func(priority int) {
+		body := fmt.Sprintf(`matrix:
+  homeserver: http://127.0.0.1:9
+  server_name: localhost
+models:
+  default:
+    provider: echo
+plugins:
+  - builtin: context_info
+    hooks:
+      datetime:
+        priority: %d
+  - builtin: tool_guard
+    settings:
+      blocked_tools: [shell]
+`, priority)
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write(1)
+	ctx, cancel := context.WithCancel(zerolog.Nop().WithContext(context.Background()))
+	defer cancel()
+	cfg, err := config.Load(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bot, err := New(ctx, cfg, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bot.db.Close()
+	go bot.watch(ctx)
+	time.Sleep(100 * time.Millisecond) // let the watcher start
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		before := bot.live.Load()
+		start := time.Now()
+		write(i + 2)
+		for bot.live.Load() == before {
+			time.Sleep(100 * time.Microsecond)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	_ = slices.Max(lat)
+	_ = hooks.DefaultPriority
+}
