@@ -79,7 +79,7 @@ agents:
 }
 
 // createRoom makes a public room owned by a person, inviting the given users.
-func createRoom(t *testing.T, u *hstest.User, invite ...id.UserID) id.RoomID {
+func createRoom(t testing.TB, u *hstest.User, invite ...id.UserID) id.RoomID {
 	t.Helper()
 	resp, err := u.Client.CreateRoom(context.Background(), &mautrix.ReqCreateRoom{Preset: "public_chat", Invite: invite})
 	if err != nil {

@@ -114,14 +114,14 @@ func (e *events) plugin() hooks.Plugin {
 
 // testEnv is one test's hookroom setup on the shared homeserver.
 type testEnv struct {
-	t      *testing.T
+	t      testing.TB
 	hs     *hstest.Server
 	suffix string
 	dir    string
 	yaml   string
 }
 
-func newEnv(t *testing.T) *testEnv {
+func newEnv(t testing.TB) *testEnv {
 	hs := hstest.Shared(t)
 	return &testEnv{t: t, hs: hs, suffix: strings.ToLower(randomSuffix()), dir: t.TempDir()}
 }
