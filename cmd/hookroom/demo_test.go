@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+)
+
+// TestDemo runs the README's first command, scripts/demo.sh, on a fresh
+// demo directory and talks to the agent it starts as the person it
+// creates: accept the invite to the lobby, mention the assistant, get the
+// echo model's answer.
+func TestDemo(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	port := freePort(t)
+	cmd := exec.Command(filepath.Join(root, "scripts", "demo.sh"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "HOOKROOM_DEMO_DIR="+dir, "HOOKROOM_DEMO_PORT="+strconv.Itoa(port),
+		"OPENAI_API_KEY=", "HOOKROOM_OPENAI_BASE_URL=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var log strings.Builder
+	running := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		once := sync.Once{}
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if strings.Contains(sc.Text(), "hookroom is running") {
+				once.Do(func() { close(running) })
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			mu.Lock()
+			t.Logf("demo output:\n%s", log.String())
+			mu.Unlock()
+		}
+	}()
+	select {
+	case <-running:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the demo did not start hookroom")
+	}
+
+	password, err := os.ReadFile(filepath.Join(dir, "person.password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli, err := mautrix.NewClient("http://127.0.0.1:"+strconv.Itoa(port), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Login(ctx, &mautrix.ReqLogin{
+		Type: mautrix.AuthTypePassword, Identifier: mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: "demo"},
+		Password: strings.TrimSpace(string(password)), StoreCredentials: true,
+	}); err != nil {
+		t.Fatalf("login as the demo person: %v", err)
+	}
+	lobby, err := cli.ResolveAlias(ctx, "#lobby:localhost")
+	if err != nil {
+		t.Fatalf("resolve the lobby: %v", err)
+	}
+	if _, err := cli.JoinRoomByID(ctx, lobby.RoomID); err != nil {
+		t.Fatalf("join the lobby (the demo should have invited the person): %v", err)
+	}
+	replies := make(chan *event.Event, 16)
+	syncer := mautrix.NewDefaultSyncer()
+	syncer.OnEventType(event.EventMessage, func(_ context.Context, ev *event.Event) {
+		if ev.Sender == id.UserID("@assistant:localhost") {
+			replies <- ev
+		}
+	})
+	cli.Syncer = syncer
+	go func() { _ = cli.SyncWithContext(ctx) }()
+	if _, err := cli.SendText(ctx, lobby.RoomID, "@assistant hello from the demo test"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-replies:
+			body := ev.Content.AsMessage().Body
+			if nc := ev.Content.AsMessage().NewContent; nc != nil {
+				body = nc.Body
+			}
+			if strings.Contains(body, "echo model") && strings.Contains(body, "hello from the demo test") {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no answer from the assistant")
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
