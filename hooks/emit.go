@@ -105,10 +105,16 @@ const (
 	slotAbandoned
 )
 
-type slot struct {
+// slot is everything one hook run of an emission needs, allocated for all
+// hooks of the emission at once: the hook's own copy of the context, its
+// context.Context and its bookkeeping.
+type slot[T any] struct {
+	copy     T
+	hc       hookCtx
+	start    time.Time
 	state    atomic.Int32 // collector only
 	deadline atomic.Int64 // collector only: unix nanoseconds, set before state becomes running
-	start    time.Time
+	ok       bool         // collector only: the hook succeeded in time
 }
 
 // cursor packs a serial run's position: the index of the hook in progress
@@ -199,9 +205,7 @@ type serialRun[T any, P ContextOf[T]] struct {
 	hooks   []*registered
 	parent  context.Context
 	depth   int
-	copies  []T
-	ctxs    []hookCtx
-	slots   []slot
+	slots   []slot[T]
 	cur     atomic.Int64 // cursor(j, state)
 	current T
 }
@@ -210,7 +214,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*r
 	n := len(hooks)
 	s := &serialRun[T, P]{
 		em: em, hooks: hooks, parent: ctx, depth: depth + 1,
-		copies: make([]T, n), ctxs: make([]hookCtx, n), slots: make([]slot, n),
+		slots: make([]slot[T], n),
 	}
 	s.current = *(*T)(c)
 	// wake[j] bounds how soon any hook from j on can pass its deadline:
@@ -262,7 +266,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*r
 			elapsed := time.Since(sl.start)
 			h.stats.record(elapsed, outcomeTimeout)
 			logFailure(em, h, outcomeTimeout, nil, elapsed)
-			s.ctxs[j].release()
+			sl.hc.release()
 			if h.policy == FailClosed && s.failClosed(h, "timed out") {
 				c.merge(&s.current)
 				return nil
@@ -297,14 +301,15 @@ func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
 	now := time.Now()
 	for j := from; j < len(s.hooks); j++ {
 		h := s.hooks[j]
-		cp := &s.copies[j]
+		sl := &s.slots[j]
+		cp := &sl.copy
 		prepare[T, P](s.em, h, cp, &s.current)
-		hc := &s.ctxs[j]
+		hc := &sl.hc
 		hc.parent = s.parent
 		hc.depth = s.depth
 		hc.deadline = now.Add(h.timeout)
 		hc.over = overFlag{cur: &s.cur, j: j}
-		s.slots[j].start = now
+		sl.start = now
 		// Publish the hook as running, unless the emitter gave up on the
 		// whole emission meanwhile.
 		if !s.cur.CompareAndSwap(cursor(j, slotPending), cursor(j, slotRunning)) {
@@ -355,10 +360,7 @@ type collectRun[T any, P ContextOf[T]] struct {
 	parent    context.Context
 	depth     int
 	src       T
-	copies    []T
-	ctxs      []hookCtx
-	slots     []slot
-	ok        []bool
+	slots     []slot[T]
 	next      atomic.Int32
 	remaining atomic.Int32
 	cancelled atomic.Bool
@@ -369,8 +371,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*
 	n := len(hooks)
 	s := &collectRun[T, P]{
 		em: em, hooks: hooks, parent: ctx, depth: depth + 1,
-		copies: make([]T, n), ctxs: make([]hookCtx, n), slots: make([]slot, n), ok: make([]bool, n),
-		done: make(chan struct{}),
+		slots: make([]slot[T], n), done: make(chan struct{}),
 	}
 	s.src = *(*T)(c)
 	s.remaining.Store(int32(n))
@@ -403,9 +404,9 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*
 				go s.work()
 			}
 		case <-s.done:
-			for j := range s.copies {
-				if s.ok[j] {
-					c.merge(&s.copies[j])
+			for j := range s.slots {
+				if s.slots[j].ok {
+					c.merge(&s.slots[j].copy)
 				}
 			}
 			return nil
@@ -437,7 +438,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*
 				elapsed := time.Since(sl.start)
 				h.stats.record(elapsed, outcomeTimeout)
 				logFailure(em, h, outcomeTimeout, nil, elapsed)
-				s.ctxs[j].release()
+				sl.hc.release()
 				if int(s.next.Load()) < n {
 					go s.work() // replace the worker stuck in the abandoned hook
 				}
@@ -465,9 +466,9 @@ func (s *collectRun[T, P]) work() {
 		}
 		h := s.hooks[j]
 		sl := &s.slots[j]
-		cp := &s.copies[j]
+		cp := &sl.copy
 		prepare[T, P](s.em, h, cp, &s.src)
-		hc := &s.ctxs[j]
+		hc := &sl.hc
 		hc.parent = s.parent
 		hc.depth = s.depth
 		hc.over = overFlag{state: &sl.state}
@@ -484,7 +485,7 @@ func (s *collectRun[T, P]) work() {
 		o := result(err, elapsed, h.timeout)
 		h.stats.record(elapsed, o)
 		if o == outcomeOK {
-			s.ok[j] = true
+			sl.ok = true
 		} else {
 			logFailure(s.em, h, o, err, elapsed)
 		}
