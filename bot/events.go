@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,6 +29,11 @@ func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (
 	}
 	if e, managed := b.w().accounts[ev.Sender]; managed {
 		b.services.remember(ev, e)
+		if ev.Type == event.EventMessage {
+			if o, ok := hookOriginOf(ev); ok && o.kind == hooks.SourceHookDispatch {
+				return b.handleHookMessage(ctx, ev, o, replayed)
+			}
+		}
 		return false
 	}
 	if b.isManaged(ev.Sender) {
@@ -292,4 +298,89 @@ func (b *Bot) handleInvite(ctx context.Context, e entity, inv matrixio.Invite) {
 		}
 		log.Info().Msg("accepted invite")
 	}()
+}
+
+// hookOrigin is the origin hookroom marks on messages hooks send. It is
+// read only from events of hookroom's own accounts: on anyone else's
+// message the same keys mean nothing.
+type hookOrigin struct {
+	kind           hooks.SourceKind
+	source         string // plugin:event
+	depth          int
+	originalSender id.UserID
+}
+
+func hookOriginOf(ev *event.Event) (hookOrigin, bool) {
+	raw := ev.Content.Raw
+	kind, _ := raw[keySourceKind].(string)
+	if kind != string(hooks.SourceHook) && kind != string(hooks.SourceHookDispatch) {
+		return hookOrigin{}, false
+	}
+	o := hookOrigin{kind: hooks.SourceKind(kind)}
+	o.source, _ = raw[keyHookSource].(string)
+	if d, ok := raw[keyDepth].(float64); ok && d >= 1 {
+		o.depth = int(d)
+	} else {
+		o.depth = 1
+	}
+	if s, ok := raw[keyOriginalSender].(string); ok {
+		o.originalSender = id.UserID(s)
+	}
+	return o, true
+}
+
+// handleHookMessage runs a message a hook sent with TriggerDispatch
+// through the pipeline as if the person it acts for had sent it. The first
+// synthetic hop (depth 1) runs message:received, without the plugin whose
+// message:received hook sent it, and may reach an agent; deeper hops are
+// recorded but not dispatched, which stops feedback loops between hooks.
+func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrigin, replayed bool) bool {
+	log := zerolog.Ctx(ctx).With().Str("hook_source", o.source).Int("depth", o.depth).Logger()
+	ctx = log.WithContext(hooks.WithDepth(ctx, o.depth))
+	if o.depth >= 2 {
+		log.Debug().Msg("not dispatching a hook message more than one hop deep")
+		return false
+	}
+	requester := o.originalSender
+	if requester != "" && !b.authorized(requester, ev.RoomID) {
+		log.Info().Stringer("requester", requester).Msg("not dispatching a hook message for an unauthorized person")
+		return false
+	}
+	msg := ev.Content.AsMessage()
+	if msg == nil {
+		return false
+	}
+	env := b.envelope(ev, msg)
+	if requester != "" {
+		env.RequesterID = requester
+	}
+	env.SourceKind, env.HookSource, env.Depth = o.kind, o.source, o.depth
+	reg := b.live.Load()
+	if reg.Has(hooks.MessageReceived.Name()) {
+		c := &hooks.MessageReceivedContext{Envelope: env}
+		// The plugin whose message:received hook sent the message does
+		// not see it again.
+		if plugin, event, ok := strings.Cut(o.source, ":"); ok && event == hooks.MessageReceived.Name() {
+			c.SkipPlugins = []string{plugin}
+		}
+		c.CorrelationID = string(ev.ID)
+		if err := hooks.Emit(ctx, reg, hooks.MessageReceived, c); err != nil {
+			log.Warn().Err(err).Msg("message:received hooks did not finish")
+		}
+		if c.Suppress {
+			return false
+		}
+	}
+	decision, ok := b.route(ctx, ev, msg, env)
+	if !ok {
+		return false
+	}
+	// A hook message from an agent's own account is not answered by that
+	// same agent unless it mentions itself.
+	if e := b.w().accounts[ev.Sender]; e.name == decision.agent && decision.reason != "mention" {
+		return false
+	}
+	log.Info().Str("agent", string(decision.agent)).Str("why", decision.reason).Msg("dispatching a hook message")
+	b.startTurn(ctx, ev, env, decision.agent, reg, replayed)
+	return true
 }
