@@ -1,4 +1,3 @@
-// Command hookroom runs the hookroom Matrix agent server. See README.md.
 package main
 
 import (
