@@ -145,10 +145,19 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 }
 
 func (b *Bot) closeWith(err error) error {
+	b.Close()
+	return err
+}
+
+// Close releases what New acquired (plugin processes, the database) for a
+// bot that is not run. Run closes them itself when it returns.
+func (b *Bot) Close() {
+	if w := b.w(); w != nil && w.plugins != nil {
+		_ = w.plugins.Close()
+	}
 	if b.db != nil {
 		_ = b.db.Close()
 	}
-	return err
 }
 
 // matrixConfig maps config.yaml's matrix section onto matrixio's.

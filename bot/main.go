@@ -75,7 +75,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "hookroom: %v\n", err)
 			return 1
 		}
-		_ = b.db.Close()
+		b.Close()
 		fmt.Fprintf(stdout, "%s is valid: %d agents, %d rooms, %d plugins\n", cfg.Path, len(cfg.Agents), len(cfg.Rooms), len(cfg.Plugins))
 		return 0
 	case "hooks":
@@ -84,7 +84,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "hookroom: %v\n", err)
 			return 1
 		}
-		defer b.db.Close()
+		defer b.Close()
 		infos := b.Registry().Hooks()
 		if *asJSON {
 			enc := json.NewEncoder(stdout)

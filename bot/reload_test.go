@@ -258,7 +258,7 @@ plugins:
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer bot.db.Close()
+	defer bot.Close()
 	go bot.watch(ctx)
 	time.Sleep(100 * time.Millisecond) // let the watcher start
 	var lat []time.Duration
