@@ -77,7 +77,12 @@ func fakePlugin(mode string) int {
 	h := jsonrpc.HandlerFunc(func(rctx context.Context, req *jsonrpc.Request) (any, error) {
 		return fakeServe(rctx, conn, mode, req, cancel)
 	})
-	conn = jsonrpc.NewConn(os.Stdin, os.Stdout, h, jsonrpc.Options{})
+	// A pollable stdin, as the SDK makes it (see plugins/sdk).
+	in := os.Stdin
+	if syscall.SetNonblock(0, true) == nil {
+		in = os.NewFile(0, "/dev/stdin")
+	}
+	conn = jsonrpc.NewConn(in, os.Stdout, h, jsonrpc.Options{})
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():
@@ -163,6 +168,7 @@ func fakeHook(ctx context.Context, conn *jsonrpc.Conn, mode string, req *jsonrpc
 		// Wedged: the whole process stops reading and answering anything,
 		// pings included.
 		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		time.Sleep(time.Hour)
 	case "late":
 		time.Sleep(300 * time.Millisecond) // ignores $/cancel
 	case "cancel_aware":

@@ -95,6 +95,8 @@ func testExecutable(t *testing.T) string {
 	return exe
 }
 
+func testExecutableB() (string, error) { return os.Executable() }
+
 func fakeSpec(t *testing.T, mode string) process.Spec {
 	t.Helper()
 	return process.Spec{

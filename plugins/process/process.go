@@ -395,8 +395,8 @@ func (p *Plugin) hookHandler(event, name string) hooks.AnyHandler {
 			return p.callError(ctx, inst, what, err)
 		}
 		inst.answered()
-		var res protocol.HookInvokeResult
-		if err := json.Unmarshal(raw, &res); err != nil {
+		res, err := protocol.DecodeHookInvokeResult(raw)
+		if err != nil {
 			return fmt.Errorf("process plugin %q: %s: failed to decode result: %w", p.spec.Name, what, err)
 		}
 		if err := protocol.Apply(c, res.Context); err != nil {

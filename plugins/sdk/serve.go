@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -33,9 +34,14 @@ func Main(p Plugin) {
 // first, so a stray fmt.Println cannot corrupt the protocol stream (stderr
 // goes to the server log).
 func Serve(p Plugin) error {
+	if p.Procs > 0 {
+		runtime.GOMAXPROCS(p.Procs)
+	} else if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	out := os.Stdout
 	os.Stdout = os.Stderr
-	return ServeStreams(context.Background(), p, os.Stdin, out)
+	return ServeStreams(context.Background(), p, stdin(), out)
 }
 
 // ServeStreams is Serve on any pair of streams (tests, sockets). It returns
@@ -61,6 +67,25 @@ func ServeStreams(ctx context.Context, p Plugin, r io.Reader, w io.Writer) error
 type hookEntry struct {
 	hook hooks.Hook
 	run  runner
+	// pool holds registries of just this hook, one per concurrent call.
+	pool sync.Pool
+}
+
+// registry returns a registry of just e's hook, which runs it with its
+// context helpers bound: settings, state directory, logger, and the host
+// services over RPC. The host applies the hook's failure policy and
+// deadline, so locally it fails open and the host's deadline (on the
+// call's context) is the one that ends it. Put it back into e.pool after a
+// call that ran to its end (a call cut short by its context may still
+// record statistics).
+func (s *server) registry(e *hookEntry, name string, settings hooks.Settings, stateDir string) (*hooks.Registry, error) {
+	if reg, ok := e.pool.Get().(*hooks.Registry); ok {
+		return reg, nil
+	}
+	return hooks.NewRegistry([]hooks.Plugin{{
+		Name: name, Hooks: []hooks.Hook{e.hook}, Settings: settings, StateRoot: stateDir,
+		Overrides: map[string]hooks.Override{e.hook.Name(): {Timeout: &hookTimeout, FailurePolicy: &failOpen}},
+	}}, hooks.Options{Services: s.services})
 }
 
 type server struct {
@@ -96,8 +121,8 @@ func (s *server) ServeRPC(ctx context.Context, req *jsonrpc.Request) (any, error
 		})
 		return struct{}{}, nil
 	case protocol.MethodHookInvoke:
-		var params protocol.HookInvokeParams
-		if err := json.Unmarshal(req.Params, &params); err != nil {
+		params, err := protocol.DecodeHookInvokeParams(req.Params)
+		if err != nil {
 			return nil, jsonrpc.InvalidParams(req.Method, err)
 		}
 		return s.invokeHook(ctx, &params)
@@ -215,18 +240,11 @@ func (s *server) invokeHook(ctx context.Context, params *protocol.HookInvokePara
 	ctx = context.WithValue(ctx, callKey{}, cl)
 	log := zerolog.New(&hostLogWriter{s: s, call: cl})
 	ctx = log.WithContext(ctx)
-	// A registry of just this hook runs it with its context helpers bound:
-	// settings, state directory, logger, and the host services over RPC.
-	// The host applies the hook's failure policy and deadline, so locally
-	// it fails open and the host's deadline (on ctx) is the one that ends
-	// it.
-	reg, err := hooks.NewRegistry([]hooks.Plugin{{
-		Name: name, Hooks: []hooks.Hook{e.hook}, Settings: settings, StateRoot: stateDir,
-		Overrides: map[string]hooks.Override{e.hook.Name(): {Timeout: &hookTimeout, FailurePolicy: &failOpen}},
-	}}, hooks.Options{Services: s.services})
+	reg, err := s.registry(e, name, settings, stateDir)
 	if err != nil {
 		return nil, jsonrpc.Errorf(protocol.CodeHookFailed, "failed to prepare hook: %v", err)
 	}
+	before := reg.Stats()[0]
 	res, err := e.run(ctx, reg, params.Context)
 	if err != nil {
 		switch {
@@ -237,17 +255,18 @@ func (s *server) invokeHook(ctx context.Context, params *protocol.HookInvokePara
 		}
 		return nil, err
 	}
-	st := reg.Stats()
-	if len(st) == 1 {
-		switch {
-		case st[0].Panics > 0:
-			cl.forwardRecord()
-			return nil, jsonrpc.Errorf(protocol.CodeHookPanicked, "%s", cl.failureOr("hook panicked"))
-		case st[0].Timeouts > 0:
-			return nil, jsonrpc.Errorf(protocol.CodeDeadline, "%s", cl.failureOr("hook passed its deadline"))
-		case st[0].Errors > 0:
-			return nil, jsonrpc.Errorf(protocol.CodeHookFailed, "%s", cl.failureOr("hook failed"))
-		}
+	// The registry's statistics say how the hook ended: it is this call's
+	// alone (the pool hands it to one call at a time).
+	after := reg.Stats()[0]
+	e.pool.Put(reg)
+	switch {
+	case after.Panics > before.Panics:
+		cl.forwardRecord()
+		return nil, jsonrpc.Errorf(protocol.CodeHookPanicked, "%s", cl.failureOr("hook panicked"))
+	case after.Timeouts > before.Timeouts:
+		return nil, jsonrpc.Errorf(protocol.CodeDeadline, "%s", cl.failureOr("hook passed its deadline"))
+	case after.Errors > before.Errors:
+		return nil, jsonrpc.Errorf(protocol.CodeHookFailed, "%s", cl.failureOr("hook failed"))
 	}
 	return protocol.HookInvokeResult{Context: res}, nil
 }

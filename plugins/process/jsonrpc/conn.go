@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/hookroom/hookroom/plugins/process/internal/jsonscan"
 )
 
 // Version is the value of the "jsonrpc" member of every message.
@@ -157,7 +159,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		readDone: make(chan struct{}),
 		baseCtx:  ctx, cancelAll: cancel,
 	}
-	go c.readLoop()
+	go c.readLoop(nil)
 	return c
 }
 
@@ -317,12 +319,11 @@ func appendJSON(buf *bytes.Buffer, v any) error {
 		buf.Write(raw)
 		return nil
 	}
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := json.Marshal(v)
+	if err != nil {
 		return err
 	}
-	buf.Truncate(buf.Len() - 1) // Encode's newline
+	buf.Write(b)
 	return nil
 }
 
@@ -382,48 +383,107 @@ func (c *Conn) write(ctx context.Context, b []byte) error {
 	return c.Err()
 }
 
-// wireMessage is any JSON-RPC message as read.
+// wireMessage is any JSON-RPC message as read; the raw fields are
+// sub-slices of the line.
 type wireMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   *Error          `json:"error"`
+	JSONRPC string
+	ID      json.RawMessage
+	Method  string
+	Params  json.RawMessage
+	Result  json.RawMessage
+	Error   *Error
 }
 
-func (c *Conn) readLoop() {
-	defer close(c.readDone)
-	br := bufio.NewReaderSize(c.r, 64<<10)
-	var long []byte
+func parseMessage(line []byte) (wireMessage, error) {
+	var m wireMessage
+	err := jsonscan.Object(line, func(key string, v []byte) error {
+		var err error
+		switch key {
+		case "jsonrpc":
+			m.JSONRPC, err = jsonscan.String(v)
+		case "id":
+			m.ID = v
+		case "method":
+			m.Method, err = jsonscan.String(v)
+		case "params":
+			m.Params = v
+		case "result":
+			m.Result = v
+		case "error":
+			if !jsonscan.IsNull(v) {
+				m.Error = new(Error)
+				err = json.Unmarshal(v, m.Error)
+			}
+		}
+		return err
+	})
+	return m, err
+}
+
+// lineReader is the read side's state. One goroutine at a time owns it:
+// when a request arrives, the goroutine that read it serves it and hands
+// the reader to a new goroutine (the request runs without waiting for a
+// goroutine to be scheduled, which on a busy machine costs tens of
+// microseconds per call).
+type lineReader struct {
+	br   *bufio.Reader
+	long []byte
+}
+
+func (c *Conn) readLoop(rd *lineReader) {
+	if rd == nil {
+		rd = &lineReader{br: bufio.NewReaderSize(c.r, 64<<10)}
+	}
 	for {
-		line, err := br.ReadSlice('\n')
+		line, err := rd.br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// A line longer than the buffer: gather it up to the limit.
-			long = append(long[:0], line...)
+			rd.long = append(rd.long[:0], line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				if len(long) <= c.opts.MaxLineBytes {
-					long = append(long, line...)
+				line, err = rd.br.ReadSlice('\n')
+				if len(rd.long) <= c.opts.MaxLineBytes {
+					rd.long = append(rd.long, line...)
 				}
 			}
-			line = long
+			line = rd.long
 		}
 		if len(line) > c.opts.MaxLineBytes {
 			c.garbageLine(line[:min(len(line), 200)], fmt.Errorf("%w: more than %d bytes", ErrLineTooLong, c.opts.MaxLineBytes))
 			line = nil
 		}
+		var job *job
 		if len(line) > 0 {
-			c.dispatch(line)
+			job = c.dispatch(line)
+		}
+		if cap(rd.long) > 1<<20 {
+			rd.long = nil
 		}
 		if err != nil {
 			c.CloseWithError(streamEnded(err))
+			if job != nil {
+				c.runJob(job)
+			}
+			close(c.readDone)
 			return
 		}
-		if cap(long) > 1<<20 {
-			long = nil
+		if job != nil {
+			go c.readLoop(rd)
+			c.runJob(job)
+			return
 		}
 	}
+}
+
+// job is a request to serve on its own goroutine.
+type job struct {
+	ctx context.Context
+	req *Request
+	key string
+}
+
+func (c *Conn) runJob(j *job) {
+	defer c.inFlight.Add(-1)
+	c.run(j.ctx, j.req, j.key)
 }
 
 func streamEnded(err error) error {
@@ -433,31 +493,37 @@ func streamEnded(err error) error {
 	return fmt.Errorf("failed to read: %w", err)
 }
 
-func (c *Conn) dispatch(line []byte) {
+// dispatch handles one line; a request that needs a goroutine of its own
+// is returned as a job.
+func (c *Conn) dispatch(line []byte) *job {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return
+		return nil
 	}
-	var m wireMessage
-	if err := json.Unmarshal(line, &m); err != nil {
+	// The message is split without decoding the params or result, which
+	// their receivers decode once; the copy outlives the read buffer.
+	line = append([]byte(nil), line...)
+	m, err := parseMessage(line)
+	if err != nil {
 		c.garbageLine(line, fmt.Errorf("not a JSON object: %w", err))
-		return
+		return nil
 	}
 	if m.JSONRPC != Version {
 		c.garbageLine(line, fmt.Errorf("not JSON-RPC 2.0 (jsonrpc=%q)", m.JSONRPC))
-		return
+		return nil
 	}
 	if isNull(m.ID) {
 		m.ID = nil
 	}
 	switch {
 	case m.Method != "":
-		c.serve(&Request{ID: m.ID, Method: m.Method, Params: m.Params})
+		return c.serve(&Request{ID: m.ID, Method: m.Method, Params: m.Params})
 	case m.ID != nil:
 		c.deliver(line, m)
 	default:
 		c.garbageLine(line, errors.New("neither a request nor a response"))
 	}
+	return nil
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -491,15 +557,17 @@ func (c *Conn) deliver(line []byte, m wireMessage) {
 	}
 }
 
-func (c *Conn) serve(req *Request) {
+// serve serves cancellations, inline methods and overload answers at once
+// and returns any other request as a job.
+func (c *Conn) serve(req *Request) *job {
 	if req.Method == MethodCancel {
 		c.cancelIncoming(req.Params)
-		return
+		return nil
 	}
 	if c.opts.Inline != nil && c.opts.Inline(req.Method) {
 		c.serveWG.Add(1)
 		c.run(c.baseCtx, req, "")
-		return
+		return nil
 	}
 	if int(c.inFlight.Add(1)) > c.opts.MaxInFlight {
 		c.inFlight.Add(-1)
@@ -507,14 +575,14 @@ func (c *Conn) serve(req *Request) {
 			if ev := c.garbage.event(c.log.Warn()); ev != nil {
 				ev.Str("method", req.Method).Msg("dropping notification: too many requests in flight")
 			}
-			return
+			return nil
 		}
 		c.serveWG.Add(1)
 		go func() {
 			defer c.serveWG.Done()
 			c.reply(req.ID, nil, &Error{Code: CodeOverloaded, Message: fmt.Sprintf("too many requests in flight (limit %d)", c.opts.MaxInFlight)})
 		}()
-		return
+		return nil
 	}
 	key := ""
 	ctx := c.baseCtx
@@ -527,10 +595,7 @@ func (c *Conn) serve(req *Request) {
 		c.mu.Unlock()
 	}
 	c.serveWG.Add(1)
-	go func() {
-		defer c.inFlight.Add(-1)
-		c.run(ctx, req, key)
-	}()
+	return &job{ctx: ctx, req: req, key: key}
 }
 
 func (c *Conn) run(ctx context.Context, req *Request, key string) {
