@@ -129,7 +129,14 @@ func (e *turnEnv) waitTerminal(n int) []string {
 func (e *turnEnv) visibleText(evID id.EventID) (string, int, *event.Event) {
 	e.t.Helper()
 	ctx := context.Background()
-	ev, err := e.person.Client.GetEvent(ctx, e.room, evID)
+	var ev *event.Event
+	var err error
+	for range 100 { // GET /event can lag a moment behind the send on Dendrite
+		if ev, err = e.person.Client.GetEvent(ctx, e.room, evID); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil {
 		e.t.Fatalf("get event %s: %v", evID, err)
 	}

@@ -658,10 +658,12 @@ func TestThreadReplyAndEditVisible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen, err := human.Client.GetEvent(ctx, roomID, reply)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// GET /event can lag a moment behind the send on Dendrite.
+	var seen *event.Event
+	eventually(t, 10*time.Second, func() (bool, string) {
+		seen, err = human.Client.GetEvent(ctx, roomID, reply)
+		return err == nil, fmt.Sprintf("get reply: %v", err)
+	})
 	_ = seen.Content.ParseRaw(seen.Type)
 	msg := seen.Content.AsMessage()
 	rel := msg.RelatesTo
@@ -686,10 +688,11 @@ func TestThreadReplyAndEditVisible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seenEdit, err := human.Client.GetEvent(ctx, roomID, edit)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var seenEdit *event.Event
+	eventually(t, 10*time.Second, func() (bool, string) {
+		seenEdit, err = human.Client.GetEvent(ctx, roomID, edit)
+		return err == nil, fmt.Sprintf("get edit: %v", err)
+	})
 	_ = seenEdit.Content.ParseRaw(seenEdit.Type)
 	em := seenEdit.Content.AsMessage()
 	if em.RelatesTo.GetReplaceID() != reply || em.NewContent == nil || em.NewContent.Body != "final answer" {
