@@ -706,8 +706,12 @@ func TestThreadReplyAndEditVisible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seenReact, err := human.Client.GetEvent(ctx, roomID, react)
-	if err != nil || seenReact.Type != event.EventReaction {
+	var seenReact *event.Event
+	eventually(t, 10*time.Second, func() (bool, string) {
+		seenReact, err = human.Client.GetEvent(ctx, roomID, react)
+		return err == nil, fmt.Sprintf("get reaction: %v", err)
+	})
+	if seenReact.Type != event.EventReaction {
 		t.Errorf("reaction = %+v, %v", seenReact, err)
 	}
 	if _, err := bot.Redact(ctx, roomID, react, "changed my mind"); err != nil {
