@@ -1,0 +1,447 @@
+"""Unit tests for hookroom_plugin: a fake host drives a Plugin over real pipes.
+
+Run: python3 -m unittest discover -s plugins/sdk/python -v
+(plugins/sdk/python/python_test.go runs them in `go test`).
+"""
+
+import asyncio
+import json
+import os
+import pathlib
+import tempfile
+import time
+import unittest
+
+import hookroom_plugin as hp
+
+
+class FakeHost:
+    """The host end of the protocol: sends requests, answers the plugin's host.* calls."""
+
+    def __init__(self, plugin: hp.Plugin):
+        self.plugin = plugin
+        self.next_id = 1000
+        self.responses: dict = {}
+        self.waiters: dict = {}
+        self.logs: list = []
+        self.requests: list = []
+        self.state: dict = {}
+        self.sent: list = []
+        self.emitted: list = []
+
+    async def start(self):
+        loop = asyncio.get_running_loop()
+        self.to_plugin_r, self.to_plugin_w = os.pipe()
+        self.from_plugin_r, self.from_plugin_w = os.pipe()
+        self.serve_task = asyncio.ensure_future(self.plugin.serve(self.to_plugin_r, self.from_plugin_w))
+        self.reader = asyncio.StreamReader(limit=1 << 24)
+        self.transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(self.reader), os.fdopen(self.from_plugin_r, "rb", buffering=0)
+        )
+        self.read_task = asyncio.ensure_future(self._read())
+
+    async def stop(self):
+        os.close(self.to_plugin_w)
+        try:
+            await asyncio.wait_for(self.serve_task, 2)
+        finally:
+            self.read_task.cancel()
+            self.transport.close()
+            os.close(self.to_plugin_r)
+            os.close(self.from_plugin_w)
+
+    def write(self, obj_or_bytes):
+        data = obj_or_bytes if isinstance(obj_or_bytes, bytes) else json.dumps(obj_or_bytes).encode() + b"\n"
+        os.write(self.to_plugin_w, data)
+
+    async def _read(self):
+        while True:
+            line = await self.reader.readuntil(b"\n")
+            msg = json.loads(line)
+            if "method" in msg:
+                await self._serve(msg)
+            else:
+                fut = self.waiters.pop(msg["id"], None)
+                if fut is not None:
+                    fut.set_result(msg)
+
+    async def _serve(self, msg):
+        m, p = msg["method"], msg.get("params") or {}
+        self.requests.append(msg)
+        if m == "host.log":
+            self.logs.append(p)
+            return
+        result, error = {}, None
+        if m == "host.send_message":
+            self.sent.append(p)
+            result = {"event_id": f"$sent{len(self.sent)}"}
+        elif m == "host.room_state.put":
+            self.state[(p["room_id"], p["event_type"], p["state_key"])] = p["content"]
+            result = {"event_id": "$state"}
+        elif m == "host.room_state.get":
+            if "state_key" in p:
+                key = (p["room_id"], p["event_type"], p["state_key"])
+                if key in self.state:
+                    result = {"content": self.state[key]}
+                else:
+                    error = {"code": hp.NOT_FOUND, "message": "not found"}
+            else:
+                result = {"events": {k[2]: v for k, v in self.state.items() if k[:2] == (p["room_id"], p["event_type"])}}
+        elif m == "host.emit":
+            self.emitted.append(p)
+        elif m == "host.state_dir":
+            result = {"path": self.plugin.state_dir}
+        if "id" in msg:
+            reply = {"jsonrpc": "2.0", "id": msg["id"]}
+            reply["error" if error else "result"] = error or result
+            self.write(reply)
+
+    async def call(self, method, params=None, timeout=5):
+        self.next_id += 1
+        rid = self.next_id
+        fut = asyncio.get_running_loop().create_future()
+        self.waiters[rid] = fut
+        self.write({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        return await asyncio.wait_for(fut, timeout)
+
+    async def initialize(self, settings=None, state_dir=""):
+        return await self.call(
+            "initialize", {"api_version": 1, "plugin": "py-test", "settings": settings or {}, "state_dir": state_dir}
+        )
+
+    async def invoke(self, hook, event, context, deadline_ms=1000, rid=None):
+        return await self.call(
+            "hook.invoke", {"invocation": 7, "hook": hook, "event": event, "context": context, "deadline_ms": deadline_ms}
+        )
+
+
+def envelope(body="hello"):
+    return {
+        "source_event_id": "$e",
+        "room_id": "!room:localhost",
+        "requester_id": "@alice:localhost",
+        "sender_id": "@alice:localhost",
+        "body": body,
+        "agent_name": "assistant",
+        "source_kind": "message",
+    }
+
+
+def make_plugin() -> hp.Plugin:
+    p = hp.Plugin(version="9.9.9")
+
+    @p.hook("message:received")
+    async def suppress_spam(ctx):
+        ctx.suppress = "spam" in ctx.envelope.body
+
+    @p.hook("message:enrich", priority=20, timeout_ms=500, agents=["assistant"], rooms=["!room:localhost"])
+    async def enrich(ctx):
+        ctx.add_metadata("location", f"User is at {ctx.settings.get('home', '?')}", cache_policy="stable")
+
+    @p.hook("message:enrich", name="returns_items")
+    async def returns(ctx):
+        return [hp.EnrichmentItem("time", "noon"), hp.EnrichmentItem("tz", "UTC", cache_policy="stable", transient=True)]
+
+    @p.hook("system:enrich")
+    async def tags(ctx):
+        ctx.add_instruction("tags", "a, b")
+
+    @p.hook("message:before_response")
+    async def footer(ctx):
+        ctx.draft.response_text += "\n-- footer"
+        if "hide" in ctx.draft.text:
+            ctx.draft.suppress = True
+
+    @p.hook("message:final_response_transform")
+    async def shout(ctx):
+        ctx.draft.text = ctx.draft.text.upper()
+
+    @p.hook("tool:before_call", failure_policy="closed")
+    async def guard(ctx):
+        if ctx.tool_name == "read_file" and "secret" in str(ctx.arguments.get("path", "")):
+            ctx.decline("Sensitive files must stay unread.")
+
+    @p.hook("message:claim")
+    def ping(ctx):  # a plain function works too
+        if ctx.envelope.body == "ping":
+            ctx.claim("pong")
+
+    @p.hook("schedule:fired")
+    async def sched(ctx):
+        ctx.message_text = "rewritten: " + ctx.message_text
+
+    @p.hook("message:after_response")
+    async def callbacks(ctx):
+        room = ctx.result.envelope.room_id
+        ev = await ctx.send_message(room, "reply was " + ctx.result.text, thread_id="$t")
+        await ctx.put_room_state(room, "org.example.n", "", {"n": 1})
+        one = await ctx.query_room_state(room, "org.example.n", "")
+        every = await ctx.query_room_state(room, "org.example.n")
+        missing = await ctx.query_room_state(room, "org.example.none", "")
+        await ctx.emit("test:done", {"ev": ev})
+        ctx.logger.info("callbacks done", one=one, every=every, missing=missing, state=str(ctx.state_root))
+
+    @p.hook("test:slow")
+    async def slow(ctx):
+        await asyncio.sleep(ctx.payload.get("sleep", 0.2) if isinstance(ctx.payload, dict) else 0.2)
+        ctx.logger.info("slept")
+
+    @p.hook("test:raises")
+    async def raises(ctx):
+        raise KeyError("dawarich_url")
+
+    @p.hook("test:attrs")
+    async def attrs(ctx):
+        ctx.logger.info(
+            "attrs",
+            event=ctx.event_name,
+            hook=ctx.hook_name,
+            plugin=ctx.plugin_name,
+            correlation=ctx.correlation_id,
+            room=ctx.room_id,
+            missing=ctx.no_such_field,
+            nested=ctx.payload["deep"]["x"],
+        )
+
+    @p.tool("add", "adds", {"type": "object"})
+    async def add(call):
+        return call.arguments["a"] + call.arguments["b"]
+
+    @p.tool()
+    async def announce(call):
+        """Emits test:done."""
+        await call.emit("test:done", {"from": "tool"})
+        return "announced"
+
+    @p.tool("fails")
+    def fails(call):
+        raise RuntimeError("tool broke")
+
+    return p
+
+
+class PluginTest(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.plugin = make_plugin()
+        self.host = FakeHost(self.plugin)
+        await self.host.start()
+        res = await self.host.initialize({"home": "Berlin"}, self.tmp.name)
+        self.decl = res["result"]
+
+    async def asyncTearDown(self):
+        await self.host.stop()
+        self.tmp.cleanup()
+
+    async def result(self, hook, event, context, **kw):
+        res = await self.host.invoke(hook, event, context, **kw)
+        self.assertIn("result", res, res)
+        return res["result"]["context"]
+
+    async def test_declaration(self):
+        d = self.decl
+        self.assertEqual(d["api_version"], 1)
+        self.assertEqual(d["name"], "py-test")
+        self.assertEqual(d["version"], "9.9.9")
+        names = [h["name"] for h in d["hooks"]]
+        self.assertEqual(names[:4], ["suppress_spam", "enrich", "returns_items", "tags"])
+        enrich = d["hooks"][1]
+        self.assertEqual(
+            enrich,
+            {
+                "event": "message:enrich",
+                "name": "enrich",
+                "priority": 20,
+                "timeout_ms": 500,
+                "agents": ["assistant"],
+                "rooms": ["!room:localhost"],
+            },
+        )
+        self.assertEqual(d["hooks"][6]["failure_policy"], "closed")
+        tools = {t["name"]: t for t in d["tools"]}
+        self.assertEqual(tools["add"]["parameters"], {"type": "object"})
+        self.assertEqual(tools["announce"]["description"], "Emits test:done.")
+
+    async def test_every_mode(self):
+        cases = [
+            ("suppress_spam", "message:received", {"envelope": envelope("cheap spam")}, {"suppress": True}),
+            ("suppress_spam", "message:received", {"envelope": envelope("hi")}, {"suppress": False}),
+            (
+                "enrich",
+                "message:enrich",
+                {"envelope": envelope(), "target_agent": "assistant"},
+                {"items": [{"key": "location", "text": "User is at Berlin", "cache_policy": "stable"}]},
+            ),
+            (
+                "returns_items",
+                "message:enrich",
+                {"envelope": envelope()},
+                {
+                    "items": [
+                        {"key": "time", "text": "noon", "cache_policy": "volatile"},
+                        {"key": "tz", "text": "UTC", "cache_policy": "stable", "transient": True},
+                    ]
+                },
+            ),
+            ("tags", "system:enrich", {"envelope": envelope()}, {"items": [{"key": "tags", "text": "a, b", "cache_policy": "volatile"}]}),
+            (
+                "footer",
+                "message:before_response",
+                {"draft": {"text": "Hello", "kind": "ai", "extra": {"k": 1}, "envelope": envelope()}},
+                {"draft": {"text": "Hello\n-- footer", "extra": {"k": 1}, "tool_trace": None, "suppress": False}},
+            ),
+            (
+                "footer",
+                "message:before_response",
+                {"draft": {"text": "hide me", "kind": "ai", "envelope": envelope()}},
+                {"draft": {"text": "hide me\n-- footer", "extra": None, "tool_trace": None, "suppress": True}},
+            ),
+            ("shout", "message:final_response_transform", {"draft": {"text": "done"}}, {"draft": {"text": "DONE"}}),
+            (
+                "guard",
+                "tool:before_call",
+                {"tool": "read_file", "arguments": {"path": "/secret"}, "declined": False},
+                {"declined": True, "decline_reason": "Sensitive files must stay unread."},
+            ),
+            ("guard", "tool:before_call", {"tool": "read_file", "arguments": {"path": "/ok"}}, {"declined": False, "decline_reason": ""}),
+            ("ping", "message:claim", {"envelope": envelope("ping")}, {"claimed": {"text": "pong"}}),
+            ("ping", "message:claim", {"envelope": envelope("other")}, {}),
+            (
+                "sched",
+                "schedule:fired",
+                {"task_id": "t", "message_text": "standup", "suppress": False},
+                {"message_text": "rewritten: standup", "suppress": False},
+            ),
+        ]
+        for hook, event, context, want in cases:
+            with self.subTest(hook=hook, context=context):
+                self.assertEqual(await self.result(hook, event, context), want)
+
+    async def test_host_calls(self):
+        ctx = {"result": {"text": "42", "envelope": envelope()}}
+        self.assertEqual(await self.result("callbacks", "message:after_response", ctx), {})
+        self.assertEqual(self.host.sent, [{"invocation": 7, "room_id": "!room:localhost", "text": "reply was 42", "thread_id": "$t"}])
+        self.assertEqual(self.host.emitted, [{"invocation": 7, "event": "test:done", "payload": {"ev": "$sent1"}}])
+        log = [l for l in self.host.logs if l["message"] == "callbacks done"][0]
+        self.assertEqual(log["invocation"], 7)
+        self.assertEqual(log["level"], "info")
+        self.assertEqual(log["fields"]["one"], {"n": 1})
+        self.assertEqual(log["fields"]["every"], {"": {"n": 1}})
+        self.assertIsNone(log["fields"]["missing"])
+        self.assertEqual(log["fields"]["state"], self.tmp.name)
+
+    async def test_attributes(self):
+        ctx = {"correlation_id": "c1", "room_id": "!r", "payload": {"deep": {"x": 3}}}
+        await self.result("attrs", "test:attrs", ctx)
+        log = [l for l in self.host.logs if l["message"] == "attrs"][0]["fields"]
+        self.assertEqual(
+            log,
+            {"event": "test:attrs", "hook": "attrs", "plugin": "py-test", "correlation": "c1", "room": "!r", "missing": None, "nested": 3},
+        )
+
+    async def test_hooks_run_concurrently(self):
+        start = time.monotonic()
+        results = await asyncio.gather(*(self.host.invoke("slow", "test:slow", {"payload": {"sleep": 0.3}}) for _ in range(5)))
+        elapsed = time.monotonic() - start
+        self.assertTrue(all("result" in r for r in results), results)
+        self.assertLess(elapsed, 1.0, "five 0.3 s hooks did not overlap")
+
+    async def test_cancel(self):
+        self.host.next_id += 1
+        rid = self.host.next_id
+        fut = asyncio.get_running_loop().create_future()
+        self.host.waiters[rid] = fut
+        self.host.write(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "hook.invoke",
+                "params": {"invocation": 1, "hook": "slow", "event": "test:slow", "context": {"payload": {"sleep": 30}}, "deadline_ms": 60000},
+            }
+        )
+        await asyncio.sleep(0.05)
+        start = time.monotonic()
+        self.host.write({"jsonrpc": "2.0", "method": "$/cancel", "params": {"id": rid}})
+        res = await asyncio.wait_for(fut, 2)
+        self.assertEqual(res["error"]["code"], hp.REQUEST_CANCELLED)
+        self.assertLess(time.monotonic() - start, 0.5)
+        self.assertFalse([l for l in self.host.logs if l["message"] == "slept"])
+
+    async def test_local_deadline(self):
+        start = time.monotonic()
+        res = await self.host.invoke("slow", "test:slow", {"payload": {"sleep": 30}}, deadline_ms=50)
+        self.assertEqual(res["error"]["code"], hp.DEADLINE)
+        self.assertLess(time.monotonic() - start, 0.5)
+
+    async def test_hook_exception(self):
+        res = await self.host.invoke("raises", "test:raises", {})
+        self.assertEqual(res["error"], {"code": hp.HOOK_FAILED, "message": "KeyError: 'dawarich_url'"})
+        log = [l for l in self.host.logs if l["level"] == "error"][0]
+        self.assertEqual(log["message"], "hook raises failed")
+        self.assertIn("Traceback", log["fields"]["traceback"])
+
+    async def test_protocol_errors(self):
+        res = await self.host.invoke("nope", "test:x", {})
+        self.assertEqual(res["error"]["code"], hp.UNKNOWN_HOOK)
+        res = await self.host.call("no.such.method")
+        self.assertEqual(res["error"]["code"], hp.METHOD_NOT_FOUND)
+        res = await self.host.call("initialize", {"api_version": 2})
+        self.assertEqual(res["error"]["code"], hp.API_VERSION_MISMATCH)
+        res = await self.host.invoke("suppress_spam", "message:received", "not an object")
+        self.assertEqual(res["error"]["code"], hp.INVALID_PARAMS)
+
+    async def test_garbage_is_skipped(self):
+        self.host.write(b"this is not json\n")
+        self.host.write(b"[1, 2]\n")
+        self.host.write(b'{"jsonrpc": "1.0", "method": "$/ping", "id": 1}\n')
+        self.host.write(b"\n")
+        res = await self.host.call("$/ping")
+        self.assertEqual(res["result"], {})
+
+    async def test_tools(self):
+        res = await self.host.call("tool.call", {"invocation": 3, "tool": "add", "arguments": {"a": 2, "b": 40}, "deadline_ms": 1000})
+        self.assertEqual(res["result"], {"content": "42"})
+        res = await self.host.call("tool.call", {"invocation": 4, "tool": "announce", "arguments": {}})
+        self.assertEqual(res["result"], {"content": "announced"})
+        self.assertEqual(self.host.emitted[-1], {"invocation": 4, "event": "test:done", "payload": {"from": "tool"}})
+        res = await self.host.call("tool.call", {"invocation": 5, "tool": "fails", "arguments": {}})
+        self.assertEqual(res["error"], {"code": hp.HOOK_FAILED, "message": "RuntimeError: tool broke"})
+        res = await self.host.call("tool.call", {"invocation": 6, "tool": "nope"})
+        self.assertEqual(res["error"]["code"], hp.UNKNOWN_HOOK)
+
+    async def test_shutdown_ends_serve(self):
+        res = await self.host.call("shutdown")
+        self.assertEqual(res["result"], {})
+        await asyncio.wait_for(asyncio.shield(self.host.serve_task), 2)
+
+
+class DeclarationTest(unittest.TestCase):
+    def test_invalid_declarations(self):
+        p = hp.Plugin()
+        for kwargs in ({"event": "nocolon"}, {"event": "Message:Received"}, {"event": "a:b", "failure_policy": "maybe"}, {"event": "a:b", "timeout_ms": 0}):
+            with self.subTest(kwargs=kwargs), self.assertRaises(ValueError):
+                p.hook(**kwargs)
+
+        @p.hook("a:b")
+        async def h(ctx):
+            pass
+
+        with self.assertRaises(ValueError):
+            p.hook("a:c", name="h")(lambda ctx: None)
+
+    def test_enrichment_item_validation(self):
+        with self.assertRaises(ValueError):
+            hp.EnrichmentItem("k", "t", cache_policy="forever").to_json()
+        with self.assertRaises(ValueError):
+            hp.EnrichmentItem("", "t").to_json()
+
+    def test_namespace(self):
+        ns = hp.Namespace({"a": {"b": [{"c": 1}]}, "n": None})
+        self.assertEqual(ns.a.b[0].c, 1)
+        self.assertIsNone(ns.missing)
+        self.assertEqual(ns["a"]["b"][0]["c"], 1)
+        self.assertIn("a", ns)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,109 @@
+"""The Python twin of the Go SDK's test plugin, for plugins/sdk/python/python_test.go.
+
+HOOKROOM_PY_MODE picks a misbehaviour for fault tests: ok (default), crash,
+block, import_error.
+"""
+
+import asyncio
+import os
+import time
+
+MODE = os.environ.get("HOOKROOM_PY_MODE", "ok")
+if MODE == "import_error":
+    import hookroom_no_such_module  # noqa: F401
+
+from hookroom_plugin import EnrichmentItem, hook, run, tool
+
+
+@hook("message:received")
+async def suppress_spam(ctx):
+    print("stray output from plugin code:", ctx.envelope.body)
+    ctx.suppress = "spam" in ctx.envelope.body
+
+
+@hook("message:enrich", priority=20)
+async def location(ctx):
+    ctx.add_metadata("location", f"User is at {ctx.settings['home']}", cache_policy="stable")
+
+
+@hook("system:enrich")
+async def tags(ctx):
+    return EnrichmentItem("agent", f"You are {ctx.target_agent}")
+
+
+@hook("message:before_response")
+async def footer(ctx):
+    if MODE == "crash":
+        print("about to crash", flush=True)
+        os._exit(3)
+    if MODE == "block":
+        time.sleep(30)  # blocks the event loop: no pings answered either
+    ctx.draft.text += ctx.settings["footer"]
+
+
+@hook("message:final_response_transform")
+async def shout(ctx):
+    ctx.draft.text = ctx.draft.text.upper()
+
+
+@hook("tool:before_call", failure_policy="closed", timeout_ms=150)
+async def guard(ctx):
+    if not isinstance(ctx.data.get("arguments"), dict):
+        raise ValueError("arguments must be an object")
+    if "secret" in str(ctx.arguments.get("path", "")):
+        ctx.decline("secrets stay unread")
+
+
+@hook("message:claim")
+def ping(ctx):
+    if ctx.envelope.body == "ping":
+        ctx.claim("pong")
+
+
+@hook("schedule:fired", rooms=["!room:localhost"])
+async def sched(ctx):
+    ctx.message_text = "rewritten: " + ctx.message_text
+
+
+@hook("message:after_response", agents=["assistant"])
+async def callbacks(ctx):
+    room = ctx.result.envelope.room_id
+    await ctx.send_message(room, "reply was: " + ctx.result.text, thread_id=ctx.result.envelope.resolved_thread_id)
+    await ctx.put_room_state(room, "org.example.count", "", {"n": 1})
+    one = await ctx.query_room_state(room, "org.example.count", "")
+    every = await ctx.query_room_state(room, "org.example.count")
+    missing = await ctx.query_room_state(room, "org.example.missing", "")
+    await ctx.emit("sdktest:emitted", {"from": "hook"})
+    report = f"state={one} all={len(every)} missing={missing} plugin={ctx.plugin_name} hook={ctx.hook_name} event={ctx.event_name}"
+    (ctx.state_root / "callbacks.txt").write_text(report)
+    ctx.logger.info("callbacks done", report=report)
+
+
+@hook("sdktest:emitted")
+async def emitted(ctx):
+    await ctx.send_message("!room:localhost", "emitted from " + ctx.payload["from"])
+
+
+@hook("message:cancelled")
+async def fails(ctx):
+    raise RuntimeError("calendar API is down")
+
+
+@hook("room:member_joined", timeout_ms=100)
+async def slow(ctx):
+    await asyncio.sleep(10)
+
+
+@tool("add", "adds two numbers", {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
+async def add(call):
+    return str(call.arguments["a"] + call.arguments["b"])
+
+
+@tool("announce", "emits sdktest:emitted")
+async def announce(call):
+    await call.emit("sdktest:emitted", {"from": "tool"})
+    return "announced"
+
+
+if __name__ == "__main__":
+    run(name="py-test", version="1.2.3")
