@@ -1,10 +1,12 @@
 package process
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,6 +130,7 @@ func (p *Plugin) spawn(ctx context.Context) (*instance, *protocol.InitializeResu
 		MaxLineBytes: p.sup.MaxLineBytes,
 		Logger:       &p.log,
 		Inline:       func(m string) bool { return m == protocol.MethodLog },
+		Trace:        p.trace(),
 	})
 	p.wg.Add(2)
 	go inst.pumpStderr()
@@ -343,3 +346,24 @@ func (inst *instance) timedOut() {
 
 // answered records a call the process answered.
 func (inst *instance) answered() { inst.timeouts.Store(0) }
+
+// trace returns the jsonrpc trace function writing to Spec.Trace.
+func (p *Plugin) trace() func(out bool, line []byte) {
+	w := p.spec.Trace
+	if w == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(out bool, line []byte) {
+		prefix := "<-- "
+		if out {
+			prefix = "--> "
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = io.WriteString(w, prefix)
+		_, _ = w.Write(line)
+		_, _ = io.WriteString(w, "\n")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,10 @@ type Spec struct {
 	Overrides map[string]hooks.Override
 	// Supervision tunes restarts and the watchdog (zero: defaults).
 	Supervision Supervision
+	// Trace, when set, receives every protocol line in both directions,
+	// each prefixed with "--> " (host to plugin) or "<-- " (plugin to
+	// host): a debugging aid, like an LSP trace. Writes are serialized.
+	Trace io.Writer
 }
 
 // Supervision tunes how a plugin's process is watched. Zero fields take the

@@ -89,6 +89,10 @@ type Options struct {
 	// Logger receives protocol problems: garbage lines, unknown response
 	// ids, dropped messages. Nil logs nothing.
 	Logger *zerolog.Logger
+	// Trace, when set, sees every line: sent (out) right before it is
+	// written, received (!out) before it is handled. For debugging; it must be safe
+	// for concurrent use and must not keep line.
+	Trace func(out bool, line []byte)
 }
 
 type writeDeadliner interface {
@@ -365,6 +369,9 @@ func (c *Conn) write(ctx context.Context, b []byte) error {
 			ok = false
 		}
 	}
+	if c.opts.Trace != nil {
+		c.opts.Trace(true, b)
+	}
 	n, err := c.w.Write(b)
 	if err == nil {
 		return nil
@@ -453,6 +460,9 @@ func (c *Conn) readLoop(rd *lineReader) {
 		}
 		var job *job
 		if len(line) > 0 {
+			if c.opts.Trace != nil {
+				c.opts.Trace(false, line)
+			}
 			job = c.dispatch(line)
 		}
 		if cap(rd.long) > 1<<20 {
