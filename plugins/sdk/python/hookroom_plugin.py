@@ -346,12 +346,6 @@ class HookContext(_Base):
             raise AttributeError(name)
         return _wrap(data.get(name))
 
-    @property
-    def logger(self) -> Logger:
-        if self._logger is None:
-            self._logger = Logger(self._plugin, self._invocation)
-        return self._logger
-
     # -- designated mutable fields -----------------------------------------
     @property
     def suppress(self) -> bool:
@@ -560,10 +554,6 @@ class _ToolSpec:
     parameters: dict | None
 
 
-class _Cancelled(Exception):
-    pass
-
-
 class Plugin:
     """A set of hooks and tools served over the protocol. The module-level ``hook``, ``tool``
     and ``run`` use a default instance; create your own to keep several apart (tests)."""
@@ -666,6 +656,10 @@ class Plugin:
     async def serve(self, in_fd: int, out_fd: int) -> None:
         """Serve the protocol reading ``in_fd`` and writing ``out_fd`` (pipes) until shutdown or EOF."""
         loop = asyncio.get_running_loop()
+        if hasattr(asyncio, "eager_task_factory"):
+            # Python 3.12+: a hook that finishes without waiting is answered
+            # without a round through the event loop.
+            loop.set_task_factory(asyncio.eager_task_factory)
         self._loop = loop
         self._out_fd = out_fd
         self._stop = asyncio.Event()
@@ -799,7 +793,8 @@ class Plugin:
             return
         assert self._loop is not None
         task = self._loop.create_task(self._await(rid, ret, deadline_ms, what, done, failed))
-        self._tasks[rid] = task
+        if not task.done():  # an eager task (Python 3.12+) may have finished already
+            self._tasks[rid] = task
 
     async def _await(self, rid: Any, aw: Awaitable, deadline_ms: float, what: str, done: Callable, failed: Callable) -> None:
         expired = False
