@@ -84,7 +84,15 @@ func (h *History) lockWrites() func() {
 // session:started then (look the session id up with Session). Appending no
 // messages does nothing.
 func (h *History) Append(ctx context.Context, scope string, agent hooks.AgentName, msgs ...Message) (newSession bool, err error) {
-	if len(msgs) == 0 {
+	return h.AppendWith(ctx, scope, agent, nil, msgs...)
+}
+
+// AppendWith is Append that also runs also (when not nil) inside the same
+// transaction, after the messages are stored: the caller's own bookkeeping
+// (e.g. marking the inbound event handled) commits or rolls back with the
+// turn. also must use the ctx it is given.
+func (h *History) AppendWith(ctx context.Context, scope string, agent hooks.AgentName, also func(ctx context.Context) error, msgs ...Message) (newSession bool, err error) {
+	if len(msgs) == 0 && also == nil {
 		return false, nil
 	}
 	rows := make([]storedRow, len(msgs))
@@ -119,7 +127,13 @@ func (h *History) Append(ctx context.Context, scope string, agent hooks.AgentNam
 		if err != nil {
 			return fmt.Errorf("failed to allocate message numbers: %w", err)
 		}
-		return h.insertRows(ctx, scope, next-int64(len(rows)), rows)
+		if err := h.insertRows(ctx, scope, next-int64(len(rows)), rows); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(ctx)
+		}
+		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("failed to append to history of %s: %w", scope, err)

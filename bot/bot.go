@@ -110,6 +110,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 		rooms: map[string]id.RoomID{}, joined: map[hooks.AgentName][]id.RoomID{},
 	})
 	b.services = &hostServices{b: b}
+	if cfg.Matrix.ServerName == "" {
+		return nil, fmt.Errorf("%s:%d: matrix.server_name: is required (the server part of user ids, e.g. example.org for @alice:example.org)", cfg.Path, cfg.Line("matrix"))
+	}
 	db, err := OpenDatabase(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -219,6 +222,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	for _, e := range b.w().accounts {
 		b.syncs.add(b, e)
 	}
+	go b.prune(runCtx)
 	var watchDone chan struct{}
 	if b.opts.Watch {
 		watchDone = make(chan struct{})
@@ -328,6 +332,30 @@ func (b *Bot) provisionRooms(ctx context.Context, w *world) error {
 		}
 	}
 	return nil
+}
+
+// Handled inbox entries are kept for a week (for diagnosis), then pruned.
+const (
+	inboxRetention = 7 * 24 * time.Hour
+	pruneInterval  = 6 * time.Hour
+)
+
+// prune deletes old handled inbox entries now and then, until ctx ends.
+func (b *Bot) prune(ctx context.Context) {
+	for {
+		if n, err := b.track.Prune(ctx, inboxRetention); err != nil {
+			if ctx.Err() == nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to prune the inbox")
+			}
+		} else if n > 0 {
+			zerolog.Ctx(ctx).Debug().Int64("events", n).Msg("pruned handled inbox entries")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pruneInterval):
+		}
+	}
 }
 
 // invitePeople invites the configured people who are neither in the room

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	_ "github.com/lib/pq" // the PostgreSQL driver, registered as "postgres"
 	"go.mau.fi/util/dbutil"
@@ -24,9 +25,17 @@ func OpenDatabase(ctx context.Context, cfg *config.Config) (*dbutil.Database, er
 		}
 		return db, nil
 	default:
-		path := cfg.Database.URI.Reveal()
+		path := strings.TrimPrefix(cfg.Database.URI.Reveal(), "file:")
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i] // hookroom sets the connection parameters itself
+		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, fmt.Errorf("failed to create database directory: %w", err)
+		}
+		// The database holds access tokens and passwords: only the server's
+		// user may read it.
+		if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600); err == nil {
+			_ = f.Close()
 		}
 		return tracking.OpenSQLite(ctx, path)
 	}

@@ -108,6 +108,14 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 		return false
 	}
 	env := b.envelope(ev, msg)
+	candidates := b.agentsIn(ev.RoomID)
+	env.MentionedAgents = b.mentioned(msg, candidates)
+	// The agent is known before message:received when the message names
+	// it (a mention, the thread's agent, the only agent in the room);
+	// otherwise the router decides after the hooks ran.
+	if d, ok := b.preRoute(ctx, env, candidates); ok {
+		env.AgentName = d.agent
+	}
 	cmd, isCommand := parseCommand(msg.Body)
 	reg := b.live.Load()
 	if reg.Has(hooks.MessageReceived.Name()) {
@@ -280,7 +288,7 @@ func prevMembership(ev *event.Event) *event.MemberEventContent {
 // handleInvite accepts invites from authorized people and from hookroom's
 // own accounts; other invites are left pending.
 func (b *Bot) handleInvite(ctx context.Context, e entity, inv matrixio.Invite) {
-	ok := b.isManaged(inv.Sender)
+	_, ok := b.w().accounts[inv.Sender]
 	for _, u := range b.w().cfg.Authorization.GlobalUsers {
 		ok = ok || u == inv.Sender
 	}
@@ -373,11 +381,6 @@ func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrig
 	}
 	decision, ok := b.route(ctx, ev, msg, env)
 	if !ok {
-		return false
-	}
-	// A hook message from an agent's own account is not answered by that
-	// same agent unless it mentions itself.
-	if e := b.w().accounts[ev.Sender]; e.name == decision.agent && decision.reason != "mention" {
 		return false
 	}
 	log.Info().Str("agent", string(decision.agent)).Str("why", decision.reason).Msg("dispatching a hook message")

@@ -67,6 +67,10 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 	}
 	if rep.Config.Storage {
 		rep.NeedsRestart = append(rep.NeedsRestart, "data_dir/database")
+		cfg.DataDir, cfg.Database = old.cfg.DataDir, old.cfg.Database
+	}
+	if rep.Config.Log {
+		rep.NeedsRestart = append(rep.NeedsRestart, "log")
 	}
 
 	next := &world{

@@ -86,8 +86,24 @@ func (b *Bot) route(ctx context.Context, ev *event.Event, msg *event.MessageEven
 	if len(candidates) == 0 {
 		return routeDecision{}, false
 	}
-	if m := b.mentioned(msg, candidates); len(m) > 0 {
-		return routeDecision{m[0], "mention"}, true
+	if len(env.MentionedAgents) == 0 {
+		env.MentionedAgents = b.mentioned(msg, candidates)
+	}
+	if d, ok := b.preRoute(ctx, env, candidates); ok {
+		return d, true
+	}
+	if name, ok := b.askRouter(ctx, msg.Body, candidates); ok {
+		return routeDecision{name, "router"}, true
+	}
+	return routeDecision{candidates[0], "fallback"}, true
+}
+
+// preRoute decides the agent without asking the router's model: the first
+// mentioned agent, the agent that already answers this thread, or the only
+// agent in the room.
+func (b *Bot) preRoute(ctx context.Context, env hooks.Envelope, candidates []hooks.AgentName) (routeDecision, bool) {
+	if len(env.MentionedAgents) > 0 {
+		return routeDecision{env.MentionedAgents[0], "mention"}, true
 	}
 	if env.ThreadID != "" {
 		if s, err := b.history.Session(ctx, b.scopeKey(env)); err == nil && s != nil && slices.Contains(candidates, s.Agent) {
@@ -97,10 +113,7 @@ func (b *Bot) route(ctx context.Context, ev *event.Event, msg *event.MessageEven
 	if len(candidates) == 1 {
 		return routeDecision{candidates[0], "single"}, true
 	}
-	if name, ok := b.askRouter(ctx, msg.Body, candidates); ok {
-		return routeDecision{name, "router"}, true
-	}
-	return routeDecision{candidates[0], "fallback"}, true
+	return routeDecision{}, false
 }
 
 // askRouter asks the router's model which agent should answer.

@@ -92,11 +92,15 @@ func (t *turn) run(parent context.Context) {
 	}
 
 	if t.replayed {
-		// The last run may have sent the placeholder already: sending it
-		// again with the same transaction id finds it, so the answer edits
-		// it instead of posting a second reply.
-		if err := t.ensurePlaceholder(ctx); err != nil && parent.Err() != nil {
-			return
+		// The last run may have posted the reply (or its placeholder)
+		// already: the answer then edits it instead of posting a second one.
+		if prev, err := t.b.track.Delivery(ctx, t.ev.ID); err != nil {
+			t.log.Warn().Err(err).Msg("failed to look up an earlier reply")
+		} else if prev != "" {
+			t.mu.Lock()
+			t.reply, t.visible = prev, true
+			t.mu.Unlock()
+			t.b.turnsByEvent.alias(prev, t.ev.ID)
 		}
 	}
 	typingCtx, stopTyping := context.WithCancel(ctx)
@@ -152,7 +156,7 @@ func (t *turn) claim(ctx context.Context) bool {
 	t.log.Info().Msg("message claimed by a hook")
 	if strings.TrimSpace(c.Claimed.Text) == "" {
 		t.cancelled(ctx, hooks.CancelClaimed, "")
-		t.markHandled(ctx, nil)
+		t.markHandled(ctx)
 		return true
 	}
 	opts := t.sendOptions("claim")
@@ -162,7 +166,7 @@ func (t *turn) claim(ctx context.Context) bool {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return true
 	}
-	t.markHandled(ctx, nil)
+	t.markHandled(ctx)
 	t.afterResponse(ctx, c.Claimed.Text, evID, hooks.DeliverySent, hooks.ResponseSystem)
 	return true
 }
@@ -319,7 +323,15 @@ func (t *turn) ensurePlaceholder(ctx context.Context) error {
 	t.reply = evID
 	t.mu.Unlock()
 	t.b.turnsByEvent.alias(evID, t.ev.ID)
+	t.recordDelivery(ctx, evID)
 	return nil
+}
+
+// recordDelivery remembers the turn's reply so a replay edits it.
+func (t *turn) recordDelivery(ctx context.Context, reply id.EventID) {
+	if err := t.b.track.RecordDelivery(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, reply); err != nil {
+		t.log.Warn().Err(err).Msg("failed to record the reply")
+	}
 }
 
 // sendOptions are the options of every message of the turn: in its thread,
@@ -373,7 +385,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 					t.log.Warn().Err(err).Msg("failed to remove the placeholder")
 				}
 			}
-			t.markHandled(ctx, nil)
+			t.markHandled(ctx)
 			t.cancelled(ctx, hooks.CancelSuppressed, "")
 			return
 		}
@@ -400,6 +412,9 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		evID = reply
 	} else {
 		evID, err = t.acct.SendText(ctx, t.env.RoomID, text, t.sendOptions("reply"))
+		if err == nil {
+			t.recordDelivery(ctx, evID)
+		}
 	}
 	if err != nil {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
@@ -411,12 +426,11 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	if n := len(msgs); n > 1 && msgs[n-1].Role == agents.RoleAssistant {
 		msgs[n-1].Content = text
 	}
-	var newSession bool
-	err = t.markHandled(ctx, func(ctx context.Context) error {
-		var err error
-		newSession, err = t.b.history.Append(ctx, t.scope, t.agent, msgs...)
-		return err
-	})
+	// The turn is stored and its message marked handled in one
+	// transaction (the history's write lock first, then the database's).
+	newSession, err := t.b.history.AppendWith(context.WithoutCancel(ctx), t.scope, t.agent, func(ctx context.Context) error {
+		return t.b.track.MarkHandled(ctx, t.ev.ID)
+	}, msgs...)
 	if err != nil {
 		t.log.Error().Err(err).Msg("failed to store the turn")
 	}
@@ -433,18 +447,9 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	t.afterResponse(ctx, text, evID, kind, hooks.ResponseAI)
 }
 
-// markHandled marks the message handled, in one transaction with store
-// (when not nil), so a turn is stored exactly when it is done.
-func (t *turn) markHandled(ctx context.Context, store func(context.Context) error) error {
-	ctx = context.WithoutCancel(ctx)
-	return t.b.db.DoTxn(ctx, nil, func(ctx context.Context) error {
-		if store != nil {
-			if err := store(ctx); err != nil {
-				return err
-			}
-		}
-		return t.b.track.MarkHandled(ctx, t.ev.ID)
-	})
+// markHandled marks the message handled (a turn that stores nothing).
+func (t *turn) markHandled(ctx context.Context) error {
+	return t.b.track.MarkHandled(context.WithoutCancel(ctx), t.ev.ID)
 }
 
 // fail ends the turn with a short error in the thread and message:cancelled.
@@ -481,7 +486,7 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 			t.log.Warn().Err(sendErr).Msg("failed to tell the person about the failure")
 		}
 	}
-	if err := t.markHandled(ctx, nil); err != nil {
+	if err := t.markHandled(ctx); err != nil {
 		t.log.Error().Err(err).Msg("failed to mark the message handled")
 	}
 	t.mu.Lock()

@@ -93,7 +93,8 @@ type Matrix struct {
 	// Homeserver is the client-server API base URL, e.g. "https://matrix.example.org". Required.
 	Homeserver string `yaml:"homeserver"`
 	// ServerName is the server part of user ids and aliases ("example.org").
-	// Optional: when empty the bot learns it from the homeserver at start-up.
+	// The server needs it to run (hookroom check and run report it missing);
+	// configuration tooling may leave it out.
 	ServerName string `yaml:"server_name"`
 	// Registration is how missing accounts are created. Both empty: accounts
 	// must already exist (their credentials persisted in the data directory).
