@@ -155,31 +155,51 @@ func prepare[T any, P ContextOf[T]](em *emission, h *registered, cp *T, src *T) 
 // result classifies a finished hook run. A run that took longer than its
 // deadline timed out, whether it returned an error (typically the
 // context's) or not.
-func result(err error, elapsed, timeout time.Duration) outcome {
+func result(err error, elapsed, timeout time.Duration) Outcome {
 	if err != nil {
 		if _, ok := err.(*PanicError); ok {
-			return outcomePanic
+			return OutcomePanic
 		}
 	}
 	switch {
 	case elapsed >= timeout:
-		return outcomeTimeout
+		return OutcomeTimeout
 	case err != nil:
-		return outcomeError
+		return OutcomeError
 	}
-	return outcomeOK
+	return OutcomeOK
 }
 
-func logFailure(em *emission, h *registered, o outcome, err error, elapsed time.Duration) {
+// finished records a hook run: statistics, the failure log, the observer.
+func (em *emission) finished(ctx context.Context, h *registered, elapsed time.Duration, o Outcome, err error) {
+	h.stats.record(elapsed, o)
+	if o == OutcomeOK {
+		if em.reg.observer != nil {
+			em.reg.observer.HookRan(ctx, HookRun{Event: em.info.name, Plugin: h.plugin.name, Hook: h.name,
+				CorrelationID: em.correlationID, Duration: elapsed, Outcome: o})
+		}
+		return
+	}
+	if o == OutcomeTimeout && err == nil {
+		err = ErrHookTimeout
+	}
+	logFailure(em, h, o, err, elapsed)
+	if em.reg.observer != nil {
+		em.reg.observer.HookRan(ctx, HookRun{Event: em.info.name, Plugin: h.plugin.name, Hook: h.name,
+			CorrelationID: em.correlationID, Duration: elapsed, Outcome: o, Err: err})
+	}
+}
+
+func logFailure(em *emission, h *registered, o Outcome, err error, elapsed time.Duration) {
 	var ev *zerolog.Event
 	switch o {
-	case outcomePanic:
+	case OutcomePanic:
 		ev = em.log.Error()
 		var pe *PanicError
 		if errors.As(err, &pe) {
 			ev = ev.Bytes("stack", pe.Stack)
 		}
-	case outcomeTimeout:
+	case OutcomeTimeout:
 		ev = em.log.Warn()
 		if err == nil {
 			err = ErrHookTimeout
@@ -264,8 +284,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*r
 			}
 			h := hooks[j]
 			elapsed := time.Since(sl.start)
-			h.stats.record(elapsed, outcomeTimeout)
-			logFailure(em, h, outcomeTimeout, nil, elapsed)
+			em.finished(ctx, h, elapsed, OutcomeTimeout, nil)
 			sl.hc.release()
 			if h.policy == FailClosed && s.failClosed(h, "timed out") {
 				c.merge(&s.current)
@@ -324,9 +343,8 @@ func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
 		}
 		hc.release()
 		o := result(err, elapsed, h.timeout)
-		h.stats.record(elapsed, o)
-		if o != outcomeOK {
-			logFailure(s.em, h, o, err, elapsed)
+		s.em.finished(s.parent, h, elapsed, o, err)
+		if o != OutcomeOK {
 			if h.policy == FailClosed && s.failClosed(h, failureWord(o)) {
 				break
 			}
@@ -340,11 +358,11 @@ func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
 	done <- struct{}{}
 }
 
-func failureWord(o outcome) string {
+func failureWord(o Outcome) string {
 	switch o {
-	case outcomePanic:
+	case OutcomePanic:
 		return "panicked"
-	case outcomeTimeout:
+	case OutcomeTimeout:
 		return "timed out"
 	}
 	return "failed"
@@ -436,8 +454,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*
 				}
 				h := hooks[j]
 				elapsed := time.Since(sl.start)
-				h.stats.record(elapsed, outcomeTimeout)
-				logFailure(em, h, outcomeTimeout, nil, elapsed)
+				em.finished(ctx, h, elapsed, OutcomeTimeout, nil)
 				sl.hc.release()
 				if int(s.next.Load()) < n {
 					go s.work() // replace the worker stuck in the abandoned hook
@@ -483,11 +500,9 @@ func (s *collectRun[T, P]) work() {
 		}
 		hc.release()
 		o := result(err, elapsed, h.timeout)
-		h.stats.record(elapsed, o)
-		if o == outcomeOK {
+		s.em.finished(s.parent, h, elapsed, o, err)
+		if o == OutcomeOK {
 			sl.ok = true
-		} else {
-			logFailure(s.em, h, o, err, elapsed)
 		}
 		s.finishOne()
 	}

@@ -575,3 +575,54 @@ func TestRecursionLimitWithFreshContext(t *testing.T) {
 		t.Errorf("sent messages at depths %v, want [1 2 3]", depths)
 	}
 }
+
+// observerFunc adapts a function to hooks.RunObserver.
+type observerFunc func(context.Context, hooks.HookRun)
+
+func (f observerFunc) HookRan(ctx context.Context, r hooks.HookRun) { f(ctx, r) }
+
+// The run observer hears about every run with its outcome and error.
+func TestRunObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		got := map[string]hooks.HookRun{}
+		type key struct{}
+		obs := observerFunc(func(ctx context.Context, r hooks.HookRun) {
+			if ctx.Value(key{}) != "emitter" {
+				t.Errorf("observer got a context without the emitter's values")
+			}
+			mu.Lock()
+			got[r.Hook] = r
+			mu.Unlock()
+		})
+		reg := hooktest.Registry(t, []hooks.Plugin{hooktest.Plugin("p",
+			hooks.Handle(hooks.MessageReceived, "ok", func(context.Context, *hooks.MessageReceivedContext) error { return nil }),
+			hooks.Handle(hooks.MessageReceived, "fails", func(context.Context, *hooks.MessageReceivedContext) error { return errors.New("nope") }),
+			hooks.Handle(hooks.MessageReceived, "panics", func(context.Context, *hooks.MessageReceivedContext) error { panic("boom") }),
+			hooks.Handle(hooks.MessageReceived, "stuck", func(context.Context, *hooks.MessageReceivedContext) error {
+				time.Sleep(time.Hour)
+				return nil
+			}, hooks.Timeout(10*time.Millisecond)),
+		)}, hooks.Options{Observer: obs})
+		c := hooktest.MessageReceived("hi")
+		c.CorrelationID = "$c"
+		ctx := context.WithValue(context.Background(), key{}, "emitter")
+		if err := hooks.Emit(ctx, reg, hooks.MessageReceived, c); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var pe *hooks.PanicError
+		switch {
+		case got["ok"].Outcome != hooks.OutcomeOK || got["ok"].Err != nil || got["ok"].CorrelationID != "$c" || got["ok"].Plugin != "p" || got["ok"].Event != "message:received":
+			t.Errorf("ok run: %+v", got["ok"])
+		case got["fails"].Outcome != hooks.OutcomeError || got["fails"].Err == nil || got["fails"].Err.Error() != "nope":
+			t.Errorf("failing run: %+v", got["fails"])
+		case got["panics"].Outcome != hooks.OutcomePanic || !errors.As(got["panics"].Err, &pe):
+			t.Errorf("panicking run: %+v", got["panics"])
+		case got["stuck"].Outcome != hooks.OutcomeTimeout || !errors.Is(got["stuck"].Err, hooks.ErrHookTimeout):
+			t.Errorf("stuck run: %+v", got["stuck"])
+		}
+		drain()
+	})
+}

@@ -58,6 +58,8 @@ type Options struct {
 	// Previous is the registry this one replaces: run statistics of hooks
 	// that keep their plugin, name and event carry over.
 	Previous *Registry
+	// Observer, when set, is told about every hook run.
+	Observer RunObserver
 }
 
 type pluginInfo struct {
@@ -98,6 +100,7 @@ type Registry struct {
 	custom    map[string]*eventHooks
 	allow     map[AgentName]map[string]bool
 	services  Services
+	observer  RunObserver
 	conc      int
 	maxDepth  int
 	plugins   []Plugin
@@ -135,6 +138,7 @@ func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 		builtin:  make([]*eventHooks, len(builtins)+1),
 		custom:   map[string]*eventHooks{},
 		services: opts.Services,
+		observer: opts.Observer,
 		conc:     cmp.Or(opts.CollectorConcurrency, DefaultCollectorConcurrency),
 		maxDepth: cmp.Or(opts.MaxDepth, DefaultMaxDepth),
 		plugins:  slices.Clone(plugins),

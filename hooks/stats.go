@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -14,16 +15,50 @@ type hookStats struct {
 	maxNanos    atomic.Int64
 }
 
-type outcome uint8
+// Outcome is how one hook run ended.
+type Outcome uint8
 
 const (
-	outcomeOK outcome = iota
-	outcomeError
-	outcomeTimeout
-	outcomePanic
+	// OutcomeOK: the hook returned nil before its deadline; its effects count.
+	OutcomeOK Outcome = iota
+	// OutcomeError: the hook returned an error.
+	OutcomeError
+	// OutcomeTimeout: the hook passed its deadline (returned late or was
+	// abandoned).
+	OutcomeTimeout
+	// OutcomePanic: the hook panicked.
+	OutcomePanic
 )
 
-func (s *hookStats) record(d time.Duration, o outcome) {
+var outcomeNames = [...]string{"ok", "error", "timeout", "panic"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// HookRun describes one finished hook run, for a RunObserver.
+type HookRun struct {
+	Event, Plugin, Hook, CorrelationID string
+	Duration                           time.Duration
+	Outcome                            Outcome
+	// Err is what the hook returned (a *PanicError when it panicked,
+	// ErrHookTimeout when it passed its deadline without an error of its
+	// own); nil when it succeeded.
+	Err error
+}
+
+// RunObserver is told about every hook run: metrics exporters, tracing and
+// the Go SDK use it. HookRan is called on the goroutine that saw the run
+// end (the hook's runner, or the emitter for an abandoned hook) with the
+// context of the emission, and must return quickly.
+type RunObserver interface {
+	HookRan(ctx context.Context, run HookRun)
+}
+
+func (s *hookStats) record(d time.Duration, o Outcome) {
 	s.invocations.Add(1)
 	n := int64(d)
 	s.totalNanos.Add(n)
@@ -34,11 +69,11 @@ func (s *hookStats) record(d time.Duration, o outcome) {
 		}
 	}
 	switch o {
-	case outcomeError:
+	case OutcomeError:
 		s.errors.Add(1)
-	case outcomeTimeout:
+	case OutcomeTimeout:
 		s.timeouts.Add(1)
-	case outcomePanic:
+	case OutcomePanic:
 		s.panics.Add(1)
 	}
 }
@@ -50,7 +85,7 @@ type HookStats struct {
 	Event  string `json:"event"`
 	Plugin string `json:"plugin"`
 	Hook   string `json:"hook"`
-	// Invocations counts every run, whatever its outcome.
+	// Invocations counts every run, whatever its Outcome.
 	Invocations uint64 `json:"invocations"`
 	// Errors counts runs that returned an error.
 	Errors uint64 `json:"errors"`

@@ -11,7 +11,7 @@ import (
 )
 
 // failureMessage is the message of the hooks engine's record of a failed
-// hook; the SDK turns that record into the error it answers the host with.
+// hook, which the SDK does not forward (the host logs the failure itself).
 const failureMessage = "hook failed; its effects are dropped"
 
 // hostLogWriter turns zerolog records into host.log notifications, so the
@@ -36,22 +36,14 @@ func (w *hostLogWriter) WriteLevel(_ zerolog.Level, p []byte) (int, error) {
 	return len(p), nil
 }
 
-// capture keeps the engine's failure record of the call's hook instead of
-// logging it: its error becomes the error answered to the host, which logs
-// it once, with the plugin's and the hook's names.
-func capture(c *call, p []byte) bool {
+// capture drops the engine's own record of the call's failed hook: the
+// failure is answered to the host as the call's error (see runObserver),
+// and the host logs it once, with the plugin's and the hook's names.
+func capture(_ *call, p []byte) bool {
 	var rec struct {
 		Message string `json:"message"`
-		Error   string `json:"error"`
 	}
-	if json.Unmarshal(p, &rec) != nil || rec.Message != failureMessage {
-		return false
-	}
-	c.mu.Lock()
-	c.failure = rec.Error
-	c.record = append([]byte(nil), p...)
-	c.mu.Unlock()
-	return true
+	return json.Unmarshal(p, &rec) == nil && rec.Message == failureMessage
 }
 
 func (w *hostLogWriter) forward(p []byte) {

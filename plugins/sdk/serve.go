@@ -85,7 +85,7 @@ func (s *server) registry(e *hookEntry, name string, settings hooks.Settings, st
 	return hooks.NewRegistry([]hooks.Plugin{{
 		Name: name, Hooks: []hooks.Hook{e.hook}, Settings: settings, StateRoot: stateDir,
 		Overrides: map[string]hooks.Override{e.hook.Name(): {Timeout: &hookTimeout, FailurePolicy: &failOpen}},
-	}}, hooks.Options{Services: s.services})
+	}}, hooks.Options{Services: s.services, Observer: runObserver{}})
 }
 
 type server struct {
@@ -184,10 +184,24 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 type call struct {
 	s   *server
 	inv uint64
-	// failure captures the engine's "hook failed" record of this run.
+	// How the call's hook run ended, as the engine's run observer saw it.
 	mu      sync.Mutex
-	failure string
-	record  []byte
+	outcome hooks.Outcome
+	err     error
+}
+
+// runObserver hands the engine's account of each hook run to the call it
+// belongs to (found in the emission's context).
+type runObserver struct{}
+
+var _ hooks.RunObserver = runObserver{}
+
+func (runObserver) HookRan(ctx context.Context, r hooks.HookRun) {
+	if cl := callFrom(ctx); cl != nil {
+		cl.mu.Lock()
+		cl.outcome, cl.err = r.Outcome, r.Err
+		cl.mu.Unlock()
+	}
 }
 
 type callKey struct{}
@@ -244,7 +258,6 @@ func (s *server) invokeHook(ctx context.Context, params *protocol.HookInvokePara
 	if err != nil {
 		return nil, jsonrpc.Errorf(protocol.CodeHookFailed, "failed to prepare hook: %v", err)
 	}
-	before := reg.Stats()[0]
 	res, err := e.run(ctx, reg, params.Context)
 	if err != nil {
 		switch {
@@ -255,41 +268,31 @@ func (s *server) invokeHook(ctx context.Context, params *protocol.HookInvokePara
 		}
 		return nil, err
 	}
-	// The registry's statistics say how the hook ended: it is this call's
-	// alone (the pool hands it to one call at a time).
-	after := reg.Stats()[0]
 	e.pool.Put(reg)
-	switch {
-	case after.Panics > before.Panics:
-		cl.forwardRecord()
-		return nil, jsonrpc.Errorf(protocol.CodeHookPanicked, "%s", cl.failureOr("hook panicked"))
-	case after.Timeouts > before.Timeouts:
-		return nil, jsonrpc.Errorf(protocol.CodeDeadline, "%s", cl.failureOr("hook passed its deadline"))
-	case after.Errors > before.Errors:
-		return nil, jsonrpc.Errorf(protocol.CodeHookFailed, "%s", cl.failureOr("hook failed"))
+	cl.mu.Lock()
+	outcome, runErr := cl.outcome, cl.err
+	cl.mu.Unlock()
+	switch outcome {
+	case hooks.OutcomePanic:
+		var pe *hooks.PanicError
+		if errors.As(runErr, &pe) {
+			// The stack stays in the plugin's process: send it to the host log.
+			log.Error().Bytes("stack", pe.Stack).Msg(runErr.Error())
+		}
+		return nil, jsonrpc.Errorf(protocol.CodeHookPanicked, "%s", failureText(runErr, "hook panicked"))
+	case hooks.OutcomeTimeout:
+		return nil, jsonrpc.Errorf(protocol.CodeDeadline, "%s", failureText(runErr, "hook passed its deadline"))
+	case hooks.OutcomeError:
+		return nil, jsonrpc.Errorf(protocol.CodeHookFailed, "%s", failureText(runErr, "hook failed"))
 	}
 	return protocol.HookInvokeResult{Context: res}, nil
 }
 
-func (c *call) failureOr(def string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.failure != "" {
-		return c.failure
+func failureText(err error, def string) string {
+	if err != nil {
+		return err.Error()
 	}
-	return def + " (see the plugin's log)"
-}
-
-// forwardRecord sends the captured failure record (with a panic's stack)
-// to the host log.
-func (c *call) forwardRecord() {
-	c.mu.Lock()
-	rec := c.record
-	c.mu.Unlock()
-	if rec != nil {
-		w := &hostLogWriter{s: c.s, call: c}
-		w.forward(rec)
-	}
+	return def
 }
 
 func (s *server) callTool(ctx context.Context, params *protocol.ToolCallParams) (any, error) {

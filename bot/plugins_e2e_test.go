@@ -1,0 +1,123 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/config"
+)
+
+// copyDir copies the files of src (not recursive) into dst.
+func copyDir(t testing.TB, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A Python process plugin and a Go process plugin, loaded from config.yaml,
+// each enrich, transform, gate and observe a real turn.
+func TestProcessPluginsOnRealTurns(t *testing.T) {
+	e := &reloadEnv{turnEnv: &turnEnv{testEnv: newEnv(t), llm: llmtest.NewServer(t), rec: &events{}}}
+	pluginDir := filepath.Join(e.dir, "plugins")
+	copyDir(t, "testdata/plugins/pyall", filepath.Join(pluginDir, "pyall"))
+	copyDir(t, "../plugins/sdk/python", filepath.Join(pluginDir, "pyall"))
+	copyDir(t, "testdata/plugins/goall", filepath.Join(pluginDir, "goall"))
+	build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "goall", "goall"), "./testdata/plugins/goall")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the Go plugin: %v\n%s", err, out)
+	}
+
+	e.person = e.hs.RegisterUser(t, "alice")
+	e.room = createRoom(t, e.person, e.userID("router"), e.userID("helper"))
+	e.cfg = e.body("plugins:\n  - ./plugins/pyall\n  - ./plugins/goall\n", "    tools: [room_info, current_time]\n")
+	cfg := e.config(e.cfg)
+	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &e.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
+	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
+	b, err := New(ctx, cfg, Options{ConfigOptions: []config.Option{config.WithLookupEnv(e.lookup)}})
+	if err != nil {
+		cancel()
+		t.Fatalf("New: %v", err)
+	}
+	r := &running{bot: b, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- b.Run(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+	e.bot = r
+	e.waitLog("hookroom is running", 1)
+
+	e.llm.Script(
+		llmtest.Calls(llmtest.ToolCall("c1", "room_info", `{}`)),
+		llmtest.Calls(llmtest.ToolCall("c2", "current_time", `{}`)),
+		llmtest.Text("done"),
+	)
+	e.say("what room is this, and what time?", "")
+
+	want := "done [py] [go]"
+	seen := func(plugin string) string {
+		data, _ := os.ReadFile(filepath.Join(cfg.DataDir, "plugins", plugin, "seen.txt"))
+		return string(data)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(seen("pyall"), want) || !strings.Contains(seen("goall"), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugins did not observe the reply %q: python %q, go %q", want, seen("pyall"), seen("goall"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	reqs := e.llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model calls, want 3", len(reqs))
+	}
+	first := reqs[0].Body.Messages
+	prompt := string(first[len(first)-1].Content)
+	if !strings.Contains(prompt, `key="py_item"`) || !strings.Contains(prompt, `key="go_item"`) {
+		t.Errorf("the user turn lacks the plugins' items:\n%s", prompt)
+	}
+	toolResult := func(r llmtest.Request) string {
+		for _, m := range r.Body.Messages {
+			if m.Role == "tool" {
+				return string(m.Content)
+			}
+		}
+		return ""
+	}
+	if got, want := toolResult(reqs[1]), agents.DeclinedResult("room_info", "python says no"); got != want {
+		t.Errorf("after the first call the model saw %q, want %q", got, want)
+	}
+	var lastTool string
+	for _, m := range reqs[2].Body.Messages {
+		if m.Role == "tool" {
+			lastTool = string(m.Content)
+		}
+	}
+	if want := agents.DeclinedResult("current_time", "go says no"); lastTool != want {
+		t.Errorf("after the second call the model saw %q, want %q", lastTool, want)
+	}
+	fmt.Fprint(os.Stderr) // keep fmt for debugging output
+}
