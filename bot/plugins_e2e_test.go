@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,5 +118,4 @@ func TestProcessPluginsOnRealTurns(t *testing.T) {
 	if want := agents.DeclinedResult("current_time", "go says no"); lastTool != want {
 		t.Errorf("after the second call the model saw %q, want %q", lastTool, want)
 	}
-	fmt.Fprint(os.Stderr) // keep fmt for debugging output
 }
