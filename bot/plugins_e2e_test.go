@@ -68,7 +68,7 @@ func TestProcessPluginsOnRealTurns(t *testing.T) {
 	go func() { r.done <- b.Run(ctx) }()
 	t.Cleanup(func() { r.stop(t) })
 	e.bot = r
-	e.waitLog("hookroom is running", 1)
+	e.waitLog("account caught up", 2) // router and helper: their first sync is done
 
 	e.llm.Script(
 		llmtest.Calls(llmtest.ToolCall("c1", "room_info", `{}`)),

@@ -65,7 +65,7 @@ func newReloadEnv(t *testing.T, plugins string) *reloadEnv {
 	go func() { r.done <- b.Run(ctx) }()
 	t.Cleanup(func() { r.stop(t) })
 	e.bot = r
-	e.waitLog("hookroom is running", 1)
+	e.waitLog("account caught up", 2) // router and helper: their first sync is done
 	return e
 }
 

@@ -50,12 +50,17 @@ func TestDemo(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(out)
 		once := sync.Once{}
+		caughtUp := 0
 		for sc.Scan() {
 			mu.Lock()
 			log.WriteString(sc.Text() + "\n")
 			mu.Unlock()
-			if strings.Contains(sc.Text(), "hookroom is running") {
-				once.Do(func() { close(running) })
+			// The router and the assistant finished their first sync:
+			// messages sent from now on are new to them.
+			if strings.Contains(sc.Text(), "account caught up") {
+				if caughtUp++; caughtUp == 2 {
+					once.Do(func() { close(running) })
+				}
 			}
 		}
 		_, _ = io.Copy(io.Discard, out)
