@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/hookroom/hookroom/config"
 )
 
 // ManifestFile is the name of the manifest every plugin directory holds.
@@ -63,38 +65,10 @@ type Manifest struct {
 	Description string `json:"description,omitempty"`
 }
 
-// ManifestError is one problem in a manifest file.
-type ManifestError struct {
-	// File is the manifest's path ("" for ParseManifest).
-	File string
-	// Line is the 1-based line of the offending key, 0 when unknown.
-	Line int
-	// Field is the manifest key, "" for the file as a whole.
-	Field string
-	Msg   string
-	Err   error
-}
-
-func (e *ManifestError) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		b.WriteString(": ")
-	} else if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", e.Line)
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-func (e *ManifestError) Unwrap() error { return e.Err }
+// ManifestError is one problem in a manifest file, reported like a
+// config.yaml problem: "file:line: key: message" (Path is the manifest key,
+// "" for the file as a whole; File is "" for ParseManifest).
+type ManifestError = config.Error
 
 // ErrNoManifest is wrapped by the error ReadManifest returns for a directory
 // without a manifest.
@@ -153,7 +127,7 @@ func (p *manifestParser) line(off int64) int {
 }
 
 func (p *manifestParser) errorf(line int, field, format string, args ...any) {
-	p.errs = append(p.errs, &ManifestError{Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, &ManifestError{Line: line, Path: field, Msg: fmt.Sprintf(format, args...)})
 }
 
 // syntax reports a JSON decoding error at the position the decoder was at.
