@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hookroom/hookroom/hooks"
 )
@@ -120,4 +121,28 @@ func BenchmarkCollector(b *testing.B) {
 			reportPerHook(b, n)
 		})
 	}
+}
+
+// BenchmarkCollectorSlowHooks runs 50 collector hooks that each take 100 ms
+// (in real time): the emission takes about as long as one of them.
+func BenchmarkCollectorSlowHooks(b *testing.B) {
+	reg := benchRegistry(b, hooks.MessageEnrich, 50, func(_ context.Context, c *hooks.MessageEnrichContext) error {
+		time.Sleep(100 * time.Millisecond)
+		c.AddMetadata("k", "v")
+		return nil
+	})
+	ctx := context.Background()
+	var worst time.Duration
+	for b.Loop() {
+		c := &hooks.MessageEnrichContext{Envelope: hooks.Envelope{Body: "hi", AgentName: "a"}}
+		start := time.Now()
+		if err := hooks.Emit(ctx, reg, hooks.MessageEnrich, c); err != nil {
+			b.Fatal(err)
+		}
+		worst = max(worst, time.Since(start))
+		if len(c.Items) != 50 {
+			b.Fatalf("items = %d", len(c.Items))
+		}
+	}
+	b.ReportMetric(float64(worst.Microseconds())/1000, "worst-ms")
 }
