@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
@@ -105,4 +107,47 @@ func mustRegistry(t *testing.T, b *Bot, plugins ...hooks.Plugin) *hooks.Registry
 		t.Fatal(err)
 	}
 	return reg
+}
+
+// A malformed message is logged and skipped; the server keeps answering,
+// and commands answer without a model call.
+func TestMalformedMessageAndHelp(t *testing.T) {
+	e := newTurnEnv(t, []string{"helper"}, "")
+	bad := map[string]any{"msgtype": 5, "body": map[string]any{"not": "text"}}
+	if _, err := e.person.Client.SendMessageEvent(context.Background(), e.room, event.EventMessage, bad); err != nil {
+		t.Fatal(err)
+	}
+	help := e.say("!help", "")
+	e.llm.Script(llmtest.Text("still here"))
+	e.say("hello", "")
+	if got := e.waitTerminal(1); got[0] != "after:still here" {
+		t.Fatalf("terminal %v", got)
+	}
+	if n := e.llm.Count(); n != 1 {
+		t.Errorf("%d model calls, want 1 (none for the malformed message or the command)", n)
+	}
+	text, _, ev := e.visibleText(e.waitForRouterReply(help))
+	if ev.Sender != e.userID("router") || !strings.Contains(text, "Commands:") {
+		t.Errorf("!help answered %q by %s", text, ev.Sender)
+	}
+}
+
+// waitForRouterReply returns the router's reply to q.
+func (e *turnEnv) waitForRouterReply(q id.EventID) id.EventID {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		msgs, err := e.person.Client.Messages(context.Background(), e.room, "", "", mautrix.DirectionBackward, nil, 50)
+		if err == nil {
+			for _, ev := range msgs.Chunk {
+				_ = ev.Content.ParseRaw(ev.Type)
+				if m := ev.Content.AsMessage(); ev.Sender == e.userID("router") && m.RelatesTo != nil && m.RelatesTo.GetReplyTo() == q {
+					return ev.ID
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatalf("no router reply to %s", q)
+	return ""
 }
