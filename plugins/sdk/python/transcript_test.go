@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -52,6 +53,11 @@ func TestTranscript(t *testing.T) {
 	joined.CorrelationID = "$join:localhost"
 	if err := hooks.Emit(ctx, reg, hooks.RoomMemberJoined, joined); err != nil {
 		t.Fatal(err)
+	}
+	// The emission abandons the slow hook at its deadline; the host's call
+	// sends $/cancel right after, on its own goroutine.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(trace.String(), `"method":"$/cancel"`) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
 	}
 	out, err := p.CallTool(ctx, "add", process.ToolCallRequest{Arguments: json.RawMessage(`{"a":2,"b":40}`), Agent: "assistant"})
 	if err != nil || out != "42" {
