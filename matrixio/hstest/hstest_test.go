@@ -135,7 +135,15 @@ func TestRestartKeepsData(t *testing.T) {
 		t.Fatalf("restart moved the server: %s %s -> %s %s", url, dir, srv.URL, srv.Dir)
 	}
 	// The same access token still works and the history is still there.
-	ev, err := alice.Client.GetEvent(t.Context(), room, sent.EventID)
+	// GET /event can lag a moment behind on Dendrite (more so right after
+	// a start), so ask a few times.
+	var ev *event.Event
+	for range 100 {
+		if ev, err = alice.Client.GetEvent(t.Context(), room, sent.EventID); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("get event after restart: %v", err)
 	}
