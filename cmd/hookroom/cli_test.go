@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hookroom/hookroom/bot"
+	"github.com/hookroom/hookroom/hooks"
+)
+
+// exampleConfig copies config.example.yaml into a temporary directory (so
+// its data directory lands there) and sets the variables it needs.
+func exampleConfig(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MATRIX_REGISTRATION_SHARED_SECRET", "not-a-real-secret")
+	return path
+}
+
+func TestCheckExampleConfig(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := bot.Main([]string{"check", "--config", exampleConfig(t)}, &out, &errOut); code != 0 {
+		t.Fatalf("check exited %d:\n%s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "is valid") {
+		t.Errorf("check printed %q", out.String())
+	}
+	if strings.Contains(errOut.String(), "not-a-real-secret") {
+		t.Error("check printed the shared secret")
+	}
+}
+
+func TestHooksCommandListsBuiltins(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := bot.Main([]string{"hooks", "--config", exampleConfig(t), "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("hooks exited %d:\n%s", code, errOut.String())
+	}
+	var infos []hooks.HookInfo
+	if err := json.Unmarshal(out.Bytes(), &infos); err != nil {
+		t.Fatalf("hooks --json printed no JSON: %v\n%s", err, out.String())
+	}
+	plugins := map[string]bool{}
+	for _, h := range infos {
+		plugins[h.Plugin] = true
+	}
+	for _, p := range []string{"audit_log", "context_info", "tool_guard"} {
+		if !plugins[p] {
+			t.Errorf("hooks lists no hook of %s: %+v", p, infos)
+		}
+	}
+}
+
+func TestBrokenConfigNamesFileAndLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("matrix:\n  homeserver: http://localhost:8008\n  server_name: localhost\n  colour: blue\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := bot.Main([]string{"check", "--config", path}, &out, &errOut); code == 0 {
+		t.Fatal("check accepted an unknown key")
+	}
+	if !strings.Contains(errOut.String(), "config.yaml:4: matrix.colour") {
+		t.Errorf("error does not name file:line and key: %s", errOut.String())
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := bot.Main([]string{"frobnicate"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
+		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
