@@ -221,6 +221,14 @@ func (b *Base) Emit(ctx context.Context, name string, payload any) error {
 	if err != nil {
 		return fmt.Errorf("failed to emit %q: failed to marshal payload: %w", name, err)
 	}
+	// The chain's depth comes from the emission this hook runs in, so a
+	// hook that passes a fresh context cannot escape the recursion limit.
+	if d := b.em.depth + 1; Depth(ctx) < d {
+		ctx = WithDepth(ctx, d)
+	}
+	if events := b.em.reg.services.Events; events != nil {
+		return events.EmitEvent(ctx, name, raw)
+	}
 	r := b.em.route
 	c := &CustomEventContext{
 		Payload:      raw,
@@ -231,10 +239,5 @@ func (b *Base) Emit(ctx context.Context, name string, payload any) error {
 		SenderID:     r.requester,
 	}
 	c.CorrelationID = b.em.correlationID
-	// The chain's depth comes from the emission this hook runs in, so a
-	// hook that passes a fresh context cannot escape the recursion limit.
-	if d := b.em.depth + 1; Depth(ctx) < d {
-		ctx = WithDepth(ctx, d)
-	}
 	return Emit(ctx, b.em.reg, ev, c)
 }

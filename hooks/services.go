@@ -25,6 +25,16 @@ type Services struct {
 	State    RoomState
 	Admin    MatrixAdmin
 	Messages AgentMessages
+	// Events, when set, receives the custom events hooks emit with
+	// Base.Emit instead of the hook's own registry: a process plugin's SDK
+	// forwards them to the host, whose registry holds every plugin's hooks.
+	Events EventEmitter
+}
+
+// EventEmitter delivers a custom event a hook emitted (see Services.Events).
+// ctx carries the causal-chain depth of the emitting hook.
+type EventEmitter interface {
+	EmitEvent(ctx context.Context, name string, payload json.RawMessage) error
 }
 
 // HookMessage is a message a hook asks the host to send.

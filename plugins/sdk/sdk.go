@@ -85,9 +85,8 @@ type emitter interface {
 
 // Emit emits the custom event name with payload from a hook, in both
 // modes: built in it is c.Emit; in a process it asks the host (host.emit),
-// whose registry holds every plugin's hooks. Use it rather than c.Emit in
-// code that may run as a process: there, c.Emit only reaches the hooks of
-// the process itself.
+// whose registry holds every plugin's hooks. c.Emit does the same in both
+// modes; Emit also works with a context that is not a hook's (a tool's).
 func Emit(ctx context.Context, c hooks.Context, name string, payload any) error {
 	if call := callFrom(ctx); call != nil {
 		return call.emit(ctx, name, payload)

@@ -155,7 +155,7 @@ func callbacks(ctx context.Context, c *hooks.AfterResponseContext) error {
 	if _, err := c.RoomStateEvent(ctx, room, "org.example.missing", ""); !errors.Is(err, hooks.ErrNotFound) {
 		return fmt.Errorf("missing state: err = %v, want hooks.ErrNotFound", err)
 	}
-	if err := sdk.Emit(ctx, c, "sdktest:emitted", map[string]string{"from": "hook"}); err != nil {
+	if err := c.Emit(ctx, "sdktest:emitted", map[string]string{"from": "hook"}); err != nil {
 		return fmt.Errorf("emit: %w", err)
 	}
 	dir, err := c.StateRoot()

@@ -20,7 +20,18 @@ type rpcServices struct{ s *server }
 var (
 	_ hooks.MessageSender = rpcServices{}
 	_ hooks.RoomState     = rpcServices{}
+	_ hooks.EventEmitter  = rpcServices{}
 )
+
+// EmitEvent forwards a custom event a hook emitted with c.Emit to the host,
+// so it reaches every plugin's hooks there.
+func (r rpcServices) EmitEvent(ctx context.Context, name string, payload json.RawMessage) error {
+	c := callFrom(ctx)
+	if c == nil {
+		return fmt.Errorf("failed to emit %q: %w", name, hooks.ErrNoService)
+	}
+	return c.emit(ctx, name, payload)
+}
 
 func (r rpcServices) callHost(ctx context.Context, method string, params, result any) error {
 	if callFrom(ctx) == nil {

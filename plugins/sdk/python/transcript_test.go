@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,7 +96,21 @@ func TestTranscript(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct{ bytes.Buffer }
+// lockedBuffer is the trace: written by the host's connection, read by
+// the test while the plugin runs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
 
-// Trace writes are serialized by the host; String is read after Close.
-func (b *lockedBuffer) String() string { return b.Buffer.String() }
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
