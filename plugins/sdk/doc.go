@@ -8,7 +8,8 @@
 // directory, logger, send message, room state) served by the host over
 // RPC, and answers with the event's designated fields.
 //
-// One difference remains between the modes: in a process, c.Emit reaches
-// only the process's own hooks; use sdk.Emit(ctx, c, name, payload), which
-// asks the host in a process and is c.Emit built in.
+// c.Emit behaves the same in both modes: in a process the SDK forwards the
+// custom event to the host (hooks.Services.Events), whose registry holds
+// every plugin's hooks. sdk.Emit does the same from code that has a hook
+// context but not its helpers at hand.
 package sdk
