@@ -280,13 +280,14 @@ func Transcript(msgs []Message) string {
 	return b.String()
 }
 
-// chatMessages converts msgs for hook contexts. hooks.ChatMessage has no
-// tool calls; an assistant message that only calls tools has empty content
-// there.
+// chatMessages converts msgs for hook contexts.
 func chatMessages(msgs []Message) []hooks.ChatMessage {
 	out := make([]hooks.ChatMessage, len(msgs))
 	for i, m := range msgs {
 		out[i] = hooks.ChatMessage{Role: string(m.Role), Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			out[i].ToolCalls = append(out[i].ToolCalls, hooks.ChatToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		}
 	}
 	return out
 }

@@ -229,6 +229,9 @@ func hookMessages(msgs []agents.Message) []hooks.ChatMessage {
 	out := make([]hooks.ChatMessage, len(msgs))
 	for i, m := range msgs {
 		out[i] = hooks.ChatMessage{Role: string(m.Role), Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			out[i].ToolCalls = append(out[i].ToolCalls, hooks.ChatToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		}
 	}
 	return out
 }

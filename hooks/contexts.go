@@ -365,10 +365,20 @@ func (c *SessionContext) merge(*SessionContext) {}
 
 // ChatMessage is one message of a conversation history.
 type ChatMessage struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	Name       string `json:"name,omitempty"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	Name    string `json:"name,omitempty"`
+	// ToolCalls are the calls an assistant message asked for.
+	ToolCalls []ChatToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID ties a tool message (a result) to its call.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ChatToolCall is one tool call of an assistant message.
+type ChatToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // CompactionContext is passed to compaction:before (observer, 15 s; after
@@ -391,7 +401,12 @@ type CompactionContext struct {
 func (c *CompactionContext) route() route {
 	return route{agent: c.Agent, room: c.RoomID, thread: c.ThreadID}
 }
-func (c *CompactionContext) isolate()                 { c.Messages = slices.Clone(c.Messages) }
+func (c *CompactionContext) isolate() {
+	c.Messages = cloneNonEmpty(c.Messages)
+	for i := range c.Messages {
+		c.Messages[i].ToolCalls = cloneNonEmpty(c.Messages[i].ToolCalls)
+	}
+}
 func (c *CompactionContext) merge(*CompactionContext) {}
 
 // ScheduleFiredContext is passed to schedule:fired hooks (observer, 1 s). It
