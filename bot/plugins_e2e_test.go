@@ -40,6 +40,13 @@ func copyDir(t testing.TB, src, dst string) {
 	}
 }
 
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A Python process plugin and a Go process plugin, loaded from config.yaml,
 // each enrich, transform, gate and observe a real turn.
 func TestProcessPluginsOnRealTurns(t *testing.T) {
