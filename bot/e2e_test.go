@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -249,7 +250,7 @@ func TestInboxExactlyOnce(t *testing.T) {
 				cmd.Env = append(os.Environ(), childEnv+"="+e.yaml, childSecret+"="+e.hs.Secret, childKillMode+"=1")
 				out, err := cmd.CombinedOutput()
 				var ee *exec.ExitError
-				if err == nil || !errorsAs(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				if err == nil || !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 					t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
 				}
 			}

@@ -2,12 +2,9 @@ package bot
 
 import (
 	"context"
-	"errors"
 
 	"github.com/hookroom/hookroom/config"
 )
-
-func errorsAs(err error, target any) bool { return errors.As(err, target) }
 
 func loadConfigWithSecret(ctx context.Context, path, secret string) (*config.Config, error) {
 	return config.Load(ctx, path, config.WithLookupEnv(func(k string) (string, bool) {
