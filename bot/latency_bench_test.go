@@ -103,7 +103,6 @@ agents:
 			rtt = append(rtt, time.Since(start))
 			waitFrom(b, aliceIn, agent)
 			turn = append(turn, time.Since(start))
-			// drain alice's own echo of her message
 		}
 		b.ReportMetric(float64(percentile(rtt, 50).Microseconds())/1000, "rtt-p50-ms")
 		b.ReportMetric(float64(percentile(rtt, 95).Microseconds())/1000, "rtt-p95-ms")

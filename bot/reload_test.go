@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
-	"github.com/hookroom/hookroom/hooks"
 	_ "github.com/hookroom/hookroom/plugins/builtin/all"
 )
 
@@ -276,6 +274,4 @@ plugins:
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	_ = slices.Max(lat)
-	_ = hooks.DefaultPriority
 }
