@@ -1,7 +1,11 @@
 # hookroom: a static binary in a minimal image.
 #
 #   docker build -t hookroom .
-#   docker run -v $PWD/config.yaml:/etc/hookroom/config.yaml -v hookroom-data:/var/lib/hookroom hookroom
+#   docker run -v $PWD/hookroom-config:/etc/hookroom -v hookroom-data:/var/lib/hookroom hookroom
+#
+# Mount the directory that holds config.yaml (hot reload watches the directory:
+# editors replace the file), and set `data_dir: /var/lib/hookroom` in it so the
+# database and plugin state land on the data volume.
 #
 # The build stage mirrors what CI does: CGO_ENABLED=0 (SQLite is the pure-Go
 # modernc.org/sqlite), pinned modules from go.sum, trimmed paths.

@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	})
 	b.services = &hostServices{b: b}
 	if cfg.Matrix.ServerName == "" {
-		return nil, fmt.Errorf("%s:%d: matrix.server_name: is required (the server part of user ids, e.g. example.org for @alice:example.org)", cfg.Path, cfg.Line("matrix"))
+		return nil, cfg.Errorf("matrix.server_name", "is required (the server part of user ids, e.g. example.org for @alice:example.org)")
 	}
 	db, err := OpenDatabase(ctx, cfg)
 	if err != nil {

@@ -29,13 +29,20 @@ func OpenDatabase(ctx context.Context, cfg *config.Config) (*dbutil.Database, er
 		if i := strings.IndexByte(path, '?'); i >= 0 {
 			path = path[:i] // hookroom sets the connection parameters itself
 		}
+		if path == "" || path == ":memory:" {
+			return nil, cfg.Errorf("database.uri", "SQLite needs a file: an in-memory database would lose every account and event at exit")
+		}
+		path = cfg.ResolvePath(path)
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, fmt.Errorf("failed to create database directory: %w", err)
 		}
 		// The database holds access tokens and passwords: only the server's
-		// user may read it.
+		// user may read it (also a file an earlier version created).
 		if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600); err == nil {
 			_ = f.Close()
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			return nil, fmt.Errorf("failed to restrict database permissions: %w", err)
 		}
 		return tracking.OpenSQLite(ctx, path)
 	}

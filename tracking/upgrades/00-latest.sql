@@ -1,4 +1,4 @@
--- v0 -> v1: Latest revision
+-- v0 -> v2: Latest revision
 
 -- The inbound event ledger: one row per Matrix event, whichever accounts saw it.
 -- seq is the arrival order (replay order after a crash). raw is the event as JSON.
