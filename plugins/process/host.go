@@ -77,15 +77,11 @@ func (h hostHandler) ServeRPC(ctx context.Context, req *jsonrpc.Request) (any, e
 		return protocol.StateDirResult{Path: p.spec.StateDir}, nil
 	case protocol.MethodSendMessage:
 		var params protocol.SendMessageParams
-		inv, hctx, cancel, err := p.hostCall(ctx, req, &params)
+		hp, hctx, cancel, err := p.hookCall(ctx, req, &params)
 		if err != nil {
 			return nil, err
 		}
 		defer cancel()
-		hp, err := inv.hookHelpers(req.Method)
-		if err != nil {
-			return nil, err
-		}
 		var opts *hooks.SendOptions
 		if params.ThreadID != "" || params.Extra != nil || params.TriggerDispatch {
 			opts = &hooks.SendOptions{ThreadID: params.ThreadID, Extra: params.Extra, TriggerDispatch: params.TriggerDispatch}
@@ -97,15 +93,11 @@ func (h hostHandler) ServeRPC(ctx context.Context, req *jsonrpc.Request) (any, e
 		return protocol.SendMessageResult{EventID: evID}, nil
 	case protocol.MethodRoomStateGet:
 		var params protocol.RoomStateGetParams
-		inv, hctx, cancel, err := p.hostCall(ctx, req, &params)
+		hp, hctx, cancel, err := p.hookCall(ctx, req, &params)
 		if err != nil {
 			return nil, err
 		}
 		defer cancel()
-		hp, err := inv.hookHelpers(req.Method)
-		if err != nil {
-			return nil, err
-		}
 		if params.StateKey != nil {
 			content, err := hp.RoomStateEvent(hctx, params.RoomID, params.EventType, *params.StateKey)
 			if err != nil {
@@ -123,15 +115,11 @@ func (h hostHandler) ServeRPC(ctx context.Context, req *jsonrpc.Request) (any, e
 		return protocol.RoomStateGetResult{Events: events}, nil
 	case protocol.MethodRoomStatePut:
 		var params protocol.RoomStatePutParams
-		inv, hctx, cancel, err := p.hostCall(ctx, req, &params)
+		hp, hctx, cancel, err := p.hookCall(ctx, req, &params)
 		if err != nil {
 			return nil, err
 		}
 		defer cancel()
-		hp, err := inv.hookHelpers(req.Method)
-		if err != nil {
-			return nil, err
-		}
 		if len(params.Content) == 0 {
 			params.Content = json.RawMessage("{}")
 		}
@@ -185,6 +173,22 @@ func (p *Plugin) hostCall(ctx context.Context, req *jsonrpc.Request, params any)
 	hctx, cancel := context.WithCancel(inv.ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	return inv, hctx, func() { stop(); cancel() }, nil
+}
+
+// hookCall is hostCall for the methods that act through the hook's
+// context helpers (send message, room state): it also finds the helpers of
+// the invocation, which tools do not have.
+func (p *Plugin) hookCall(ctx context.Context, req *jsonrpc.Request, params any) (helpers, context.Context, context.CancelFunc, error) {
+	inv, hctx, cancel, err := p.hostCall(ctx, req, params)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	hp, err := inv.hookHelpers(req.Method)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return hp, hctx, cancel, nil
 }
 
 func (inv *invocation) hookHelpers(method string) (helpers, error) {
