@@ -8,14 +8,15 @@
 # database and plugin state land on the data volume.
 #
 # The build stage mirrors what CI does: CGO_ENABLED=0 (SQLite is the pure-Go
-# modernc.org/sqlite), pinned modules from go.sum, trimmed paths.
+# modernc.org/sqlite; encryption is the pure-Go goolm), pinned modules from go.sum,
+# trimmed paths.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 ENV CGO_ENABLED=0 GOTOOLCHAIN=local
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN go build -trimpath -ldflags="-s -w" -o /out/hookroom ./cmd/hookroom
+RUN go build -tags goolm -trimpath -ldflags="-s -w" -o /out/hookroom ./cmd/hookroom
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/hookroom /usr/local/bin/hookroom

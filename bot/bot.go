@@ -173,6 +173,10 @@ func matrixConfig(cfg *config.Config) matrixio.Config {
 			Token:        cfg.Matrix.Registration.Token.Reveal(),
 		},
 		TimelineLimit: cfg.Matrix.SyncTimelineLimit,
+		Encryption: matrixio.Encryption{
+			ShareKeysWith: matrixio.DeviceTrust(cfg.Matrix.Encryption.ShareKeysWith),
+			KeyWait:       cfg.Matrix.Encryption.DecryptGrace(),
+		},
 	}
 }
 
@@ -295,7 +299,9 @@ func (b *Bot) provisionRooms(ctx context.Context, w *world) error {
 	}
 	for _, key := range w.cfg.RoomKeys() {
 		r := w.cfg.Rooms[key]
-		spec := matrixio.RoomSpec{Alias: r.FullAlias(w.cfg.Matrix.ServerName), ID: r.ID, Name: r.Name, Topic: r.Topic}
+		spec := matrixio.RoomSpec{
+			Alias: r.FullAlias(w.cfg.Matrix.ServerName), ID: r.ID, Name: r.Name, Topic: r.Topic, Encrypted: r.Encrypted(),
+		}
 		var accts []*matrixio.Account
 		accts = append(accts, members[key]...)
 		accts = append(accts, members[string(spec.Alias)]...)
@@ -391,7 +397,7 @@ func refSpec(ref string) matrixio.RoomSpec {
 	if len(ref) > 0 && ref[0] == '!' {
 		return matrixio.RoomSpec{ID: id.RoomID(ref)}
 	}
-	return matrixio.RoomSpec{Alias: id.RoomAlias(ref)}
+	return matrixio.RoomSpec{Alias: id.RoomAlias(ref), Encrypted: true}
 }
 
 // emitLifecycle fires agent:started, agent:stopped or bot:ready for every

@@ -27,6 +27,9 @@ func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (
 		b.handleMember(ctx, ev)
 		return false
 	}
+	if ev.Type == event.EventEncrypted {
+		return b.handleEncrypted(ctx, ev, replayed)
+	}
 	if e, managed := b.w().accounts[ev.Sender]; managed {
 		b.services.remember(ev, e)
 		if ev.Type == event.EventMessage {

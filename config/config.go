@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"maunium.net/go/mautrix/id"
 )
@@ -106,6 +107,36 @@ type Matrix struct {
 	BotAccounts []id.UserID `yaml:"bot_accounts"`
 	// SyncTimelineLimit is the timeline limit of the sync filter. Default 1000.
 	SyncTimelineLimit int `yaml:"sync_timeline_limit"`
+	// Encryption configures end-to-end encryption, which every account
+	// supports.
+	Encryption Encryption `yaml:"encryption"`
+}
+
+// Which devices receive the keys of encrypted messages
+// (matrix.encryption.share_keys_with).
+const (
+	// ShareKeysWithAll shares with every device of the room's members, as
+	// Element does. The default.
+	ShareKeysWithAll = "all"
+	// ShareKeysWithCrossSigned shares only with devices their owner signed
+	// with their cross-signing key.
+	ShareKeysWithCrossSigned = "cross_signed"
+)
+
+// Encryption configures end-to-end encryption.
+type Encryption struct {
+	// ShareKeysWith picks the devices that can read hookroom's messages in
+	// encrypted rooms: "all" (default) or "cross_signed".
+	ShareKeysWith string `yaml:"share_keys_with"`
+	// DecryptGraceMS is how long a message whose keys have not arrived is
+	// waited for before hookroom tells the room it cannot read it.
+	// Default 30000.
+	DecryptGraceMS int `yaml:"decrypt_grace_ms"`
+}
+
+// DecryptGrace returns DecryptGraceMS as a duration, 0 for the default.
+func (e Encryption) DecryptGrace() time.Duration {
+	return time.Duration(e.DecryptGraceMS) * time.Millisecond
 }
 
 // Registration creates missing accounts. At most one of the two may be set.
@@ -162,7 +193,14 @@ type Room struct {
 	// Invite lists people the router invites into the room at start-up
 	// and on reload (those already in the room are left alone).
 	Invite []id.UserID `yaml:"invite"`
+	// Encryption turns on end-to-end encryption when hookroom creates the
+	// room. Default true, as Element does for private rooms. Rooms that
+	// exist already are left as they are (encryption cannot be turned off).
+	Encryption *bool `yaml:"encryption"`
 }
+
+// Encrypted reports whether the room is created with encryption.
+func (r Room) Encrypted() bool { return r.Encryption == nil || *r.Encryption }
 
 // FullAlias returns the room's alias with the server part: Alias itself when
 // it is already a full alias, otherwise #Alias:serverName. It returns "" when

@@ -98,6 +98,12 @@ func (v *validator) matrix() {
 	if m.SyncTimelineLimit < 0 {
 		v.errorf("matrix.sync_timeline_limit", "must be positive, not %d", m.SyncTimelineLimit)
 	}
+	if m.Encryption.ShareKeysWith != "" {
+		v.oneOf("matrix.encryption.share_keys_with", m.Encryption.ShareKeysWith, ShareKeysWithAll, ShareKeysWithCrossSigned)
+	}
+	if m.Encryption.DecryptGraceMS < 0 {
+		v.errorf("matrix.encryption.decrypt_grace_ms", "must be positive, not %d", m.Encryption.DecryptGraceMS)
+	}
 }
 
 func (v *validator) httpURL(path, raw string) {

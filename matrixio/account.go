@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/crypto/cryptohelper"
 	"maunium.net/go/mautrix/id"
 	"maunium.net/go/mautrix/synapseadmin"
 )
@@ -58,6 +59,9 @@ type Manager struct {
 	ensureMu sync.Mutex
 	mu       sync.Mutex // guards accounts
 	accounts map[id.UserID]*Account
+	// shared holds the crypto pieces all accounts use; set by the first
+	// EnsureAccount (under ensureMu).
+	shared *cryptoShared
 }
 
 // NewManager returns a Manager for cfg whose credentials and sync positions
@@ -143,7 +147,18 @@ func (m *Manager) EnsureAccount(ctx context.Context, spec AccountSpec) (*Account
 	if err != nil {
 		return nil, err
 	}
-	if err := m.login(ctx, cli, spec); err != nil {
+	password, err := m.login(ctx, cli, spec)
+	if err != nil {
+		return nil, err
+	}
+	helper, err := m.initCrypto(ctx, cli, password)
+	if errors.Is(err, errDeviceReset) {
+		if err := m.replaceDevice(ctx, cli, spec); err != nil {
+			return nil, err
+		}
+		helper, err = m.initCrypto(ctx, cli, password)
+	}
+	if err != nil {
 		return nil, err
 	}
 	acct := m.Account(userID)
@@ -152,6 +167,7 @@ func (m *Manager) EnsureAccount(ctx context.Context, spec AccountSpec) (*Account
 	}
 	acct.mu.Lock()
 	acct.client = cli
+	acct.helper = helper
 	acct.mu.Unlock()
 	if err := acct.ensureDisplayName(ctx, spec.DisplayName); err != nil {
 		return nil, err
@@ -174,8 +190,52 @@ func (m *Manager) newClient(ctx context.Context, userID id.UserID) (*mautrix.Cli
 	return cli, nil
 }
 
-// login gives cli (a fresh client for one user) a working access token, following EnsureAccount's order.
-func (m *Manager) login(ctx context.Context, cli *mautrix.Client, spec AccountSpec) error {
+// login gives cli (a fresh client for one user) a working access token,
+// following EnsureAccount's order, and returns the account's password (""
+// if none is known).
+func (m *Manager) login(ctx context.Context, cli *mautrix.Client, spec AccountSpec) (string, error) {
+	if err := m.authenticate(ctx, cli, spec); err != nil {
+		return "", err
+	}
+	if spec.Password != "" {
+		return spec.Password, nil
+	}
+	creds, err := m.store.loadCredentials(ctx, cli.UserID)
+	if err != nil || creds == nil {
+		return "", err
+	}
+	return creds.Password, nil
+}
+
+// replaceDevice moves cli to a new device: its current one was deleted on
+// the homeserver and recreated without the keys hookroom holds for it. The
+// recreated device is logged out, and the account logs in anew without
+// asking for the old device id.
+func (m *Manager) replaceDevice(ctx context.Context, cli *mautrix.Client, spec AccountSpec) error {
+	zerolog.Ctx(ctx).Warn().Stringer("device_id", cli.DeviceID).
+		Msg("The device was deleted on the homeserver (logged out elsewhere); logging in on a new device with new encryption keys")
+	if _, err := cli.Logout(ctx); err != nil {
+		zerolog.Ctx(ctx).Debug().Err(err).Msg("Failed to log out the recreated device")
+	}
+	creds, err := m.store.loadCredentials(ctx, cli.UserID)
+	if err != nil {
+		return err
+	}
+	if creds != nil {
+		creds.DeviceID, creds.AccessToken = "", ""
+		if err := m.store.saveCredentials(ctx, creds); err != nil {
+			return err
+		}
+	}
+	cli.AccessToken, cli.DeviceID = "", ""
+	if err := m.authenticate(ctx, cli, spec); err != nil {
+		return fmt.Errorf("failed to log in on a new device: %w", err)
+	}
+	return nil
+}
+
+// authenticate does login's work.
+func (m *Manager) authenticate(ctx context.Context, cli *mautrix.Client, spec AccountSpec) error {
 	log := zerolog.Ctx(ctx)
 	creds, err := m.store.loadCredentials(ctx, cli.UserID)
 	if err != nil {
@@ -466,8 +526,9 @@ type Account struct {
 	m      *Manager
 	userID id.UserID
 
-	mu     sync.RWMutex    // guards client
-	client *mautrix.Client // replaced as a whole when EnsureAccount logs in again
+	mu     sync.RWMutex               // guards client and helper
+	client *mautrix.Client            // replaced as a whole when EnsureAccount logs in again
+	helper *cryptohelper.CryptoHelper // the device's encryption, bound to client
 
 	running atomic.Bool // Run is active
 	seen    *recentSet  // event ids recently handed to the sink, to stop backfill
@@ -488,6 +549,12 @@ func (a *Account) cli() *mautrix.Client {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.client
+}
+
+func (a *Account) cryptoHelper() *cryptohelper.CryptoHelper {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.helper
 }
 
 func (a *Account) do(ctx context.Context, op string, mode retryMode, fn func(context.Context) error) error {

@@ -43,6 +43,10 @@ type Config struct {
 	// Retry is the retry policy for requests to the homeserver.
 	Retry RetryPolicy
 
+	// Encryption configures end-to-end encryption, which every account
+	// always supports.
+	Encryption Encryption
+
 	// HTTPClient is used for every request if set. Default: a client with a
 	// timeout of SyncTimeout plus two minutes.
 	HTTPClient *http.Client
@@ -132,6 +136,16 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.SyncTimeout = defaultSyncTimeout
 	}
 	cfg.Retry = cfg.Retry.withDefaults()
+	switch cfg.Encryption.ShareKeysWith {
+	case "":
+		cfg.Encryption.ShareKeysWith = DevicesAll
+	case DevicesAll, DevicesCrossSigned:
+	default:
+		return cfg, fmt.Errorf("%w: unknown device trust %q (want %q or %q)", ErrInvalidConfig, cfg.Encryption.ShareKeysWith, DevicesAll, DevicesCrossSigned)
+	}
+	if cfg.Encryption.KeyWait <= 0 {
+		cfg.Encryption.KeyWait = defaultKeyWait
+	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: cfg.SyncTimeout + 2*time.Minute}
 	}

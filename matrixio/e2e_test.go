@@ -225,17 +225,31 @@ func TestEnsureAccountCreatesAndReusesDevice(t *testing.T) {
 		t.Errorf("after restart device = %s, want %s", again.DeviceID(), firstDevice)
 	}
 
-	// The token dies (logged out elsewhere): the stored password logs in
-	// again on the same device.
+	// The device is deleted (logged out elsewhere): its encryption keys are
+	// gone with it, and clients refuse new keys under a device id they
+	// know, so the stored password logs in on a new device with new keys.
 	if _, err := again.Client().Logout(ctx); err != nil {
 		t.Fatal(err)
 	}
 	relogged := ensure(t, newManager(t, testConfig(srv), reopenDB(t, dbPath)), spec)
-	if relogged.DeviceID() != firstDevice {
-		t.Errorf("after re-login device = %s, want %s", relogged.DeviceID(), firstDevice)
+	if relogged.DeviceID() == firstDevice || relogged.DeviceID() == "" {
+		t.Errorf("after re-login device = %q, want a new device (not %s)", relogged.DeviceID(), firstDevice)
 	}
 	if whoami, err := relogged.Client().Whoami(ctx); err != nil || whoami.UserID != wantUser {
 		t.Errorf("whoami after re-login = %+v, %v", whoami, err)
+	}
+	keys, err := observer.Client.QueryKeys(ctx, &mautrix.ReqQueryKeys{DeviceKeys: map[id.UserID]mautrix.DeviceIDList{wantUser: nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev, ok := keys.DeviceKeys[wantUser][relogged.DeviceID()]; !ok || len(dev.Keys) == 0 {
+		t.Errorf("new device %s has no keys on the homeserver: %+v", relogged.DeviceID(), keys.DeviceKeys[wantUser])
+	}
+	if len(keys.DeviceKeys[wantUser]) != 1 {
+		t.Errorf("devices with keys = %d, want only the new one", len(keys.DeviceKeys[wantUser]))
+	}
+	if keys.MasterKeys[wantUser].UserID != wantUser {
+		t.Errorf("no cross-signing master key published for %s", wantUser)
 	}
 }
 
@@ -1110,9 +1124,11 @@ func TestRevokedTokenRecovery(t *testing.T) {
 		t.Fatal("Run did not stop after its token was revoked")
 	}
 
+	// Logging out deleted the device and its encryption keys: the account
+	// comes back on a new device.
 	again := ensure(t, m, spec)
-	if again != bot || again.DeviceID() != device {
-		t.Errorf("EnsureAccount gave %p device %s, want the same account %p on device %s", again, again.DeviceID(), bot, device)
+	if again != bot || again.DeviceID() == device {
+		t.Errorf("EnsureAccount gave %p device %s, want the same account %p on a new device (not %s)", again, again.DeviceID(), bot, device)
 	}
 	run(t, bot, rec)
 	msg, err := bot.SendText(ctx, roomID, "back", matrixio.SendOptions{})

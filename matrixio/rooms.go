@@ -33,6 +33,9 @@ type CreateRoomOptions struct {
 	Public bool
 	// Space creates a space (creation_content type m.space) instead of a room.
 	Space bool
+	// Encrypted turns on end-to-end encryption (m.megolm.v1.aes-sha2) from
+	// the start. It cannot be turned off later.
+	Encrypted bool
 }
 
 // CreateRoom creates a room as this account and returns its id. A room
@@ -53,6 +56,12 @@ func (a *Account) CreateRoom(ctx context.Context, opts CreateRoomOptions) (id.Ro
 	}
 	if opts.Space {
 		req.CreationContent = map[string]any{"type": event.RoomTypeSpace}
+	}
+	if opts.Encrypted {
+		req.InitialState = append(req.InitialState, &event.Event{
+			Type:    event.StateEncryption,
+			Content: event.Content{Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}},
+		})
 	}
 	mode := retryRejected
 	if opts.AliasLocalpart != "" {
@@ -197,6 +206,9 @@ type RoomSpec struct {
 	// left as they are.
 	Name  string
 	Topic string
+	// Encrypted creates the room with end-to-end encryption. Existing rooms
+	// are left as they are.
+	Encrypted bool
 }
 
 // ErrForeignAlias is returned by EnsureRoom for an alias on another server
@@ -271,6 +283,7 @@ func (a *Account) createForAlias(ctx context.Context, spec RoomSpec, members []*
 		Topic:          spec.Topic,
 		AliasLocalpart: localpart,
 		Invite:         invite,
+		Encrypted:      spec.Encrypted,
 	})
 	if errors.Is(err, mautrix.MRoomInUse) {
 		// Created meanwhile (or by an earlier attempt whose response was lost).

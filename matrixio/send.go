@@ -155,7 +155,18 @@ func (a *Account) SendEvent(ctx context.Context, room id.RoomID, evtType event.T
 	txnID := wireTxnID(txnKey, room, evtType)
 	var resp *mautrix.RespSendEvent
 	err := a.do(ctx, "send "+evtType.Type, retryTransient, func(ctx context.Context) (err error) {
-		resp, err = a.cli().SendMessageEvent(ctx, room, evtType, content, mautrix.ReqSendEvent{TransactionID: txnID})
+		sendType, sendContent := evtType, content
+		if helper := a.cryptoHelper(); helper != nil {
+			// In encrypted rooms mautrix encrypts messages itself; it needs
+			// to know the room's state first, and leaves reactions to us.
+			if err := a.prepareEncryptedRoom(ctx, room); err != nil {
+				return err
+			}
+			if sendType, sendContent, err = a.encryptIfNeeded(ctx, helper, room, evtType, content); err != nil {
+				return err
+			}
+		}
+		resp, err = a.cli().SendMessageEvent(ctx, room, sendType, sendContent, mautrix.ReqSendEvent{TransactionID: txnID})
 		return err
 	})
 	if err != nil {

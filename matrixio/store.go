@@ -29,13 +29,16 @@ var upgradeTable = dbutil.BuildUpgradeTable().WithFSPath(upgradeFiles, "upgrades
 // interface is keyed by user id.
 type Store struct {
 	db *dbutil.Database
+	// root is the shared database itself, for mautrix's crypto and room
+	// state tables (versioned in their own tables).
+	root *dbutil.Database
 }
 
 var _ mautrix.SyncStore = (*Store)(nil)
 
 // NewStore returns a Store on db. Call Upgrade before using it.
 func NewStore(db *dbutil.Database) *Store {
-	return &Store{db: db.Child("matrixio_version", upgradeTable, nil)}
+	return &Store{db: db.Child("matrixio_version", upgradeTable, nil), root: db}
 }
 
 // Upgrade creates or migrates matrixio's tables. Call it once at start-up,

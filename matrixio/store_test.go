@@ -38,8 +38,8 @@ func TestStoreUpgrade(t *testing.T) {
 		}
 	}
 	var version int
-	if err := db.QueryRow(t.Context(), "SELECT version FROM matrixio_version").Scan(&version); err != nil || version != 1 {
-		t.Errorf("matrixio_version = %d, %v; want 1", version, err)
+	if err := db.QueryRow(t.Context(), "SELECT version FROM matrixio_version").Scan(&version); err != nil || version != 2 {
+		t.Errorf("matrixio_version = %d, %v; want 2", version, err)
 	}
 	if ok, _ := db.TableExists(t.Context(), "version"); ok {
 		t.Error("matrixio created the generic version table; it must only use matrixio_version")

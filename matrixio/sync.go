@@ -209,6 +209,9 @@ func (a *Account) Run(ctx context.Context, sink EventSink) error {
 			continue
 		}
 
+		if helper := a.cryptoHelper(); helper != nil {
+			a.processCrypto(ctx, helper, resp, since)
+		}
 		batch := a.buildBatch(ctx, resp, since)
 		if ctx.Err() != nil {
 			break
@@ -309,9 +312,16 @@ func isFilterRejected(err error) bool {
 }
 
 // buildBatch turns a sync response into a SyncBatch, filling limited
-// timelines of joined rooms from /messages.
+// timelines of joined rooms from /messages and decrypting what it can.
 func (a *Account) buildBatch(ctx context.Context, resp *mautrix.RespSync, since string) SyncBatch {
 	batch := SyncBatch{Initial: since == "", Since: since, NextBatch: resp.NextBatch}
+	if helper := a.cryptoHelper(); helper != nil {
+		defer func() {
+			for i := range batch.Rooms {
+				a.decryptEvents(ctx, helper, batch.Rooms[i].Timeline)
+			}
+		}()
+	}
 	for roomID, room := range resp.Rooms.Join {
 		re := RoomEvents{
 			RoomID:     roomID,

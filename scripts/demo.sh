@@ -36,7 +36,7 @@ HS="$DEMO/homeserver"
 say() { printf '\033[1mdemo:\033[0m %s\n' "$*" >&2; }
 
 say "building hookroom"
-go build -o "$DEMO/hookroom" ./cmd/hookroom
+go build -tags goolm -o "$DEMO/hookroom" ./cmd/hookroom
 
 if "$ROOT/scripts/dendrite.sh" env "$HS" >/dev/null 2>&1; then
   say "the demo homeserver is already running"

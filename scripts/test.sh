@@ -20,7 +20,7 @@ if [[ -n "$unformatted" ]]; then
 fi
 
 step "go vet"
-go vet ./...
+go vet -tags goolm ./...
 
 step "test dependencies"
 if ! /usr/bin/python3 -c 'import nio' 2>/dev/null; then
@@ -38,5 +38,5 @@ fi
 HOOKROOM_DENDRITE_BIN="$(./scripts/dendrite.sh bin)"
 export HOOKROOM_DENDRITE_BIN
 
-step "go test -race"
-go test -race -count=1 -timeout 15m ./...
+step "go test -tags goolm -race"
+go test -tags goolm -race -count=1 -timeout 15m ./...

@@ -1,4 +1,4 @@
--- v0 -> v1: Latest revision
+-- v0 -> v2: Latest revision
 
 -- One row per Matrix account hookroom logs in (the router and every agent).
 -- password is set for accounts hookroom registered itself (a generated random
@@ -21,4 +21,20 @@ CREATE TABLE matrixio_sync (
 	next_batch  TEXT NOT NULL DEFAULT '',
 	filter_id   TEXT NOT NULL DEFAULT '',
 	filter_hash TEXT NOT NULL DEFAULT ''
+);
+
+-- Installation-wide secrets. pickle_key encrypts the olm and megolm secrets in
+-- mautrix's crypto tables and, through a derived key, the cross-signing keys
+-- below. Losing it makes every stored key unreadable.
+CREATE TABLE matrixio_secret (
+	name  TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+
+-- Each account's cross-signing private keys (master, self-signing,
+-- user-signing) and the device last signed with them, sealed with AES-GCM
+-- under a key derived from the pickle key.
+CREATE TABLE matrixio_cross_signing (
+	user_id TEXT PRIMARY KEY,
+	sealed  TEXT NOT NULL
 );

@@ -1,0 +1,80 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/matrixio"
+)
+
+// undecryptableNotice is what the room is told about a message hookroom
+// cannot read.
+const undecryptableNotice = "I can't read this message — its encryption keys never reached me. " +
+	"Please send it again. If this keeps happening, check that your client shares room keys with unverified devices."
+
+// handleEncrypted handles an event that arrived encrypted and could not be
+// decrypted when it was synced (usually its room key came later). It waits
+// for the key (matrix.encryption.decrypt_grace_ms; the room's later events
+// wait with it, so their order is kept) and then handles the plaintext like
+// any event. When the key never comes, a person's message gets a short
+// notice in the room, once (the event is marked handled afterwards), and a
+// warning in the log.
+func (b *Bot) handleEncrypted(ctx context.Context, ev *event.Event, replayed bool) bool {
+	log := zerolog.Ctx(ctx).With().Stringer("sender", ev.Sender).Logger()
+	dec, err := b.mx.Decrypt(ctx, ev)
+	if err == nil {
+		log.Debug().Msg("decrypted a message whose keys arrived late")
+		return b.handleEvent(ctx, dec, replayed)
+	}
+	if ctx.Err() != nil || !errors.Is(err, matrixio.ErrUndecryptable) {
+		return false // stopping: the event stays unhandled and is tried again next start
+	}
+	if b.isManaged(ev.Sender) {
+		log.Warn().Err(err).Msg("cannot decrypt a message of one of hookroom's own accounts")
+		return false
+	}
+	log.Warn().Err(err).Msg("cannot decrypt a message; telling the room")
+	if !b.authorized(ev.Sender, ev.RoomID) {
+		return false
+	}
+	content := ev.Content.AsEncrypted()
+	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "undecryptable"), Notice: true, PlainText: true}
+	if rel := content.RelatesTo; rel != nil {
+		switch rel.Type {
+		case event.RelReplace, event.RelAnnotation:
+			return false // an edit or a reaction: nothing to answer
+		case event.RelThread:
+			opts.ThreadRoot = rel.EventID
+		}
+	}
+	if opts.ThreadRoot == "" {
+		opts.ReplyTo = ev.ID
+	}
+	speaker := b.speakerIn(ev.RoomID)
+	if speaker == nil {
+		return false
+	}
+	if _, err := speaker.SendText(ctx, ev.RoomID, undecryptableNotice, opts); err != nil {
+		log.Warn().Err(err).Msg("failed to tell the room about a message that cannot be decrypted")
+	}
+	return false
+}
+
+// speakerIn returns the account that speaks for hookroom in room when no
+// agent answers: the router if it is there, else the room's first agent.
+func (b *Bot) speakerIn(room id.RoomID) *matrixio.Account {
+	w := b.w()
+	if slices.Contains(w.joined[hooks.RouterName], room) {
+		return b.router
+	}
+	if names := b.agentsIn(room); len(names) > 0 {
+		return w.agents[names[0]]
+	}
+	return nil
+}
