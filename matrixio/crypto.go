@@ -136,6 +136,7 @@ func (m *Manager) initCrypto(ctx context.Context, cli *mautrix.Client, password 
 	if err != nil {
 		return nil, fmt.Errorf("failed to set up encryption for %s: %w", cli.UserID, err)
 	}
+	cli.Crypto = helper // SendMessageEvent encrypts through it
 	mach := helper.Machine()
 	mach.SendKeysMinTrust = m.cfg.Encryption.ShareKeysWith.minTrust()
 	if err := m.ensureCrossSigning(ctx, mach, cli, password); err != nil {
