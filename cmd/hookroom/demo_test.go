@@ -16,8 +16,11 @@ import (
 	"time"
 
 	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/crypto/cryptohelper"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/tracking"
 )
 
 // TestDemo runs the README's first command, scripts/demo.sh, on a fresh
@@ -109,21 +112,60 @@ func TestDemo(t *testing.T) {
 	if _, err := cli.JoinRoomByID(ctx, lobby.RoomID); err != nil {
 		t.Fatalf("join the lobby (the demo should have invited the person): %v", err)
 	}
-	replies := make(chan *event.Event, 16)
+	// The demo's lobby is end-to-end encrypted, as Element makes private
+	// rooms: the person's client encrypts and decrypts (mautrix's crypto).
+	db, err := tracking.OpenSQLite(ctx, filepath.Join(t.TempDir(), "person-crypto.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	syncer := mautrix.NewDefaultSyncer()
+	cli.Syncer = syncer
+	helper, err := cryptohelper.NewCryptoHelper(cli, []byte("demo test pickle key"), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Init(ctx); err != nil {
+		t.Fatalf("set up the person's encryption: %v", err)
+	}
+	cli.Crypto = helper
+	replies := make(chan *event.Event, 16)
 	syncer.OnEventType(event.EventMessage, func(_ context.Context, ev *event.Event) {
 		if ev.Sender == id.UserID("@assistant:localhost") {
 			replies <- ev
 		}
 	})
-	cli.Syncer = syncer
+	synced := make(chan struct{}, 1)
+	syncer.OnSync(func(context.Context, *mautrix.RespSync, string) bool {
+		select {
+		case synced <- struct{}{}:
+		default:
+		}
+		return true
+	})
 	go func() { _ = cli.SyncWithContext(ctx) }()
-	if _, err := cli.SendText(ctx, lobby.RoomID, "@assistant hello from the demo test"); err != nil {
+	for encrypted := false; !encrypted; {
+		select {
+		case <-synced:
+			encrypted, _ = cli.StateStore.IsEncrypted(ctx, lobby.RoomID)
+		case <-ctx.Done():
+			t.Fatal("the person's client never saw the lobby as encrypted")
+		}
+	}
+	sent, err := cli.SendText(ctx, lobby.RoomID, "@assistant hello from the demo test")
+	if err != nil {
 		t.Fatal(err)
+	}
+	raw, err := cli.GetEvent(ctx, lobby.RoomID, sent.EventID)
+	if err == nil && raw.Type != event.EventEncrypted {
+		t.Errorf("the person's message went out as %s, want m.room.encrypted", raw.Type)
 	}
 	for {
 		select {
 		case ev := <-replies:
+			if !ev.Mautrix.WasEncrypted {
+				t.Errorf("the assistant answered in the clear in an encrypted room: %s", ev.ID)
+			}
 			body := ev.Content.AsMessage().Body
 			if nc := ev.Content.AsMessage().NewContent; nc != nil {
 				body = nc.Body
