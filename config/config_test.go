@@ -344,3 +344,13 @@ rooms:
 		t.Errorf("bad invite error: %v", err)
 	}
 }
+
+// Rooms are created encrypted unless their encryption is false.
+func TestRoomEncryptedByDefault(t *testing.T) {
+	c := mustParse(t, minimal+"rooms:\n  a: {}\n  b:\n    encryption: false\n  c:\n    encryption: true\n", nil)
+	for key, want := range map[string]bool{"a": true, "b": false, "c": true} {
+		if got := c.Rooms[key].Encrypted(); got != want {
+			t.Errorf("rooms.%s.Encrypted() = %v, want %v", key, got, want)
+		}
+	}
+}

@@ -95,6 +95,21 @@ func TestValidation(t *testing.T) {
 		name: "bad user id in room permissions",
 		yaml: "authorization:\n  room_permissions:\n    \"!abc:example.org\": [bob]\n",
 		want: []string{`config.yaml:5: authorization.room_permissions["!abc:example.org"][0]: "bob" is not a valid Matrix user id (e.g. @alice:example.org)`},
+	}, {
+		name: "encryption settings",
+		yaml: "  encryption:\n    share_keys_with: cross_signed\n    decrypt_grace_ms: 5000\nrooms:\n  r:\n    encryption: false\n",
+	}, {
+		name: "unknown device trust",
+		yaml: "  encryption:\n    share_keys_with: verified\n",
+		want: []string{`config.yaml:4: matrix.encryption.share_keys_with: must be one of "all", "cross_signed", not "verified"`},
+	}, {
+		name: "negative decrypt grace",
+		yaml: "  encryption:\n    decrypt_grace_ms: -1\n",
+		want: []string{`config.yaml:4: matrix.encryption.decrypt_grace_ms: must be positive, not -1`},
+	}, {
+		name: "room encryption is a boolean",
+		yaml: "rooms:\n  r:\n    encryption: maybe\n",
+		want: []string{`config.yaml:5: rooms.r.encryption: expected a boolean, got "maybe"`},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,7 +146,7 @@ agents:
 	}
 	want := []config.Error{
 		{File: "config.yaml", Line: 2, Path: "hooks.max_depth", Msg: "must be at least 1, not -1"},
-		{File: "config.yaml", Line: 5, Path: "matrix.bogus", Msg: "unknown key (known keys: bot_accounts, homeserver, registration, router, server_name, sync_timeline_limit)"},
+		{File: "config.yaml", Line: 5, Path: "matrix.bogus", Msg: "unknown key (known keys: bot_accounts, encryption, homeserver, registration, router, server_name, sync_timeline_limit)"},
 		{File: "config.yaml", Line: 9, Path: "plugins[0].hooks.h.timeout_ms", Msg: "must be positive, not 0"},
 		{File: "config.yaml", Line: 11, Path: "agents.Bad", Msg: `agent name "Bad" must match ^[a-z0-9_-]+$`},
 		{File: "config.yaml", Line: 11, Path: "agents.Bad", Msg: "has no model: configure one under models"},
