@@ -109,7 +109,7 @@ func TestValidation(t *testing.T) {
 	}, {
 		name: "room encryption is a boolean",
 		yaml: "rooms:\n  r:\n    encryption: maybe\n",
-		want: []string{`config.yaml:5: rooms.r.encryption: expected a boolean, got "maybe"`},
+		want: []string{`config.yaml:5: rooms.r.encryption: expected true or false, got "maybe"`},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
