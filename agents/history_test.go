@@ -235,3 +235,24 @@ func hookMessages(msgs []agents.Message) []hooks.ChatMessage {
 	}
 	return out
 }
+
+// A message's images belong to its request only: the stored turn is its
+// text, which is what every later request sends.
+func TestHistoryDoesNotStoreImages(t *testing.T) {
+	h, _ := newHistory(t)
+	ctx := t.Context()
+	msg := agents.Message{Role: agents.RoleUser, Content: `[Image "cat.png" (image/png, 3 B) attached]`,
+		Images: []agents.Image{{MimeType: "image/png", Data: []byte{1, 2, 3}}}}
+	if _, err := h.Append(ctx, "scope", "assistant", msg); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := h.Load(ctx, "scope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := msg
+	want.Images = nil
+	if len(loaded) != 1 || !reflect.DeepEqual(loaded[0], want) {
+		t.Errorf("loaded %+v, want the text only %+v", loaded, want)
+	}
+}

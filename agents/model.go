@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,25 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID ties a tool message (the result) to the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Images go with a user message to a model that accepts images, after
+	// Content (OpenAI-compatible providers send them as image_url content
+	// parts with data: URLs). They belong to one request only: History
+	// does not store them and the message's JSON form leaves them out, so
+	// a stored turn keeps only its text (which names its images).
+	Images []Image `json:"-"`
+}
+
+// Image is an image sent to the model with a message.
+type Image struct {
+	// MimeType is the image's type: image/png, image/jpeg, image/gif or
+	// image/webp (what OpenAI-compatible vision models accept).
+	MimeType string
+	Data     []byte
+}
+
+// DataURL returns the image as a data: URL (base64).
+func (img Image) DataURL() string {
+	return "data:" + img.MimeType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
 }
 
 // ToolCall is one tool call the model asked for.

@@ -81,6 +81,18 @@ func (m *openaiModel) request(req *Request) openai.ChatCompletionRequest {
 			Name:       msg.Name,
 			ToolCallID: msg.ToolCallID,
 		}
+		if len(msg.Images) > 0 {
+			// Content becomes an array of parts: the text, then the images.
+			om.Content = ""
+			if msg.Content != "" {
+				om.MultiContent = append(om.MultiContent, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: msg.Content})
+			}
+			for _, img := range msg.Images {
+				om.MultiContent = append(om.MultiContent, openai.ChatMessagePart{
+					Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: img.DataURL()},
+				})
+			}
+		}
 		if len(msg.ToolCalls) > 0 {
 			om.ToolCalls = make([]openai.ToolCall, len(msg.ToolCalls))
 			for j, tc := range msg.ToolCalls {

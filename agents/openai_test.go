@@ -379,3 +379,56 @@ func TestModelSpecNeverShowsKey(t *testing.T) {
 		t.Errorf("log = %s, spec = %v", b.String(), spec)
 	}
 }
+
+func TestOpenAIImageParts(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nnot really a png")
+	tests := []struct {
+		name      string
+		msg       agents.Message
+		wantParts []llmtest.Part // nil: content is a plain string
+		wantText  string
+	}{{
+		name:     "text only stays a string",
+		msg:      agents.Message{Role: agents.RoleUser, Content: "hello"},
+		wantText: "hello",
+	}, {
+		name: "text and image",
+		msg:  agents.Message{Role: agents.RoleUser, Content: "what is this?", Images: []agents.Image{{MimeType: "image/png", Data: png}}},
+		wantParts: []llmtest.Part{
+			{Type: "text", Text: "what is this?"},
+			{Type: "image_url", ImageURL: "data:image/png;base64,iVBORw0KGgpub3QgcmVhbGx5IGEgcG5n"},
+		},
+		wantText: "what is this?",
+	}, {
+		name: "image without text, two images",
+		msg: agents.Message{Role: agents.RoleUser, Images: []agents.Image{
+			{MimeType: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff}}, {MimeType: "image/webp", Data: []byte("RIFF")},
+		}},
+		wantParts: []llmtest.Part{
+			{Type: "image_url", ImageURL: "data:image/jpeg;base64,/9j/"},
+			{Type: "image_url", ImageURL: "data:image/webp;base64,UklGRg=="},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Text("ok"))
+			m := testModel(t, srv)
+			req := &agents.Request{Messages: []agents.Message{{Role: agents.RoleSystem, Content: "sys"}, tt.msg}}
+			if _, err := agents.Complete(t.Context(), m, req, nil); err != nil {
+				t.Fatal(err)
+			}
+			got := srv.LastRequest(t)
+			if parts := got.LastUserParts(); !reflect.DeepEqual(parts, tt.wantParts) {
+				t.Errorf("parts = %+v, want %+v", parts, tt.wantParts)
+			}
+			if got.LastUser() != tt.wantText {
+				t.Errorf("text = %q, want %q", got.LastUser(), tt.wantText)
+			}
+			if len(tt.msg.Images) > 0 {
+				if raw, _ := json.Marshal(tt.msg); strings.Contains(string(raw), "base64") || strings.Contains(string(raw), "Images") {
+					t.Errorf("the message's JSON form carries its images: %s", raw)
+				}
+			}
+		})
+	}
+}

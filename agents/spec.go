@@ -43,6 +43,10 @@ type ModelSpec struct {
 	// ContextWindow is the model's context size in tokens (default
 	// DefaultContextWindow); history budgets are a fraction of it.
 	ContextWindow int
+	// Vision says that the model accepts images (Message.Images). The
+	// caller decides from it whether to send images or describe them in
+	// text; providers send whatever images a request carries.
+	Vision bool
 	// RequestTimeout bounds how long the server may stay silent: until the
 	// response headers arrive, and then between two stream chunks (default
 	// DefaultRequestTimeout). The caller's context bounds the whole call.
@@ -69,7 +73,7 @@ func (s ModelSpec) WithDefaults() ModelSpec {
 // MarshalZerologObject logs the spec without its API key.
 func (s ModelSpec) MarshalZerologObject(e *zerolog.Event) {
 	e.Str("provider", s.Provider).Str("base_url", s.BaseURL).Str("model", s.Model).
-		Int("context_window", s.ContextWindow).Dur("request_timeout", s.RequestTimeout).
+		Int("context_window", s.ContextWindow).Bool("vision", s.Vision).Dur("request_timeout", s.RequestTimeout).
 		Bool("api_key_set", s.APIKey != "")
 }
 

@@ -74,6 +74,10 @@ type Bot struct {
 
 	readyMu sync.Mutex
 	ready   map[id.UserID]bool
+
+	// fetchMedia, when set, downloads attachments instead of the router
+	// account (unit tests).
+	fetchMedia func(ctx context.Context, ref matrixio.MediaRef, limit int64) ([]byte, error)
 }
 
 // world is the configuration in service and everything derived from it.

@@ -119,7 +119,7 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 	if d, ok := b.preRoute(ctx, env, candidates); ok {
 		env.AgentName = d.agent
 	}
-	cmd, isCommand := parseCommand(msg.Body)
+	cmd, isCommand := parseCommand(env.Body)
 	reg := b.live.Load()
 	if reg.Has(hooks.MessageReceived.Name()) {
 		c := &hooks.MessageReceivedContext{Envelope: env}
@@ -150,7 +150,8 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 	return true
 }
 
-// envelope describes a person's message for hooks.
+// envelope describes a person's message for hooks. The files of the
+// message are remembered for the Attachments host service.
 func (b *Bot) envelope(ev *event.Event, msg *event.MessageEventContent) hooks.Envelope {
 	thread := threadRoot(msg)
 	resolved := thread
@@ -159,16 +160,18 @@ func (b *Bot) envelope(ev *event.Event, msg *event.MessageEventContent) hooks.En
 	}
 	kind := hooks.SourceMessage
 	switch msg.MsgType {
-	case event.MsgImage, event.MsgFile, event.MsgAudio, event.MsgVideo:
+	case event.MsgImage, event.MsgFile, event.MsgAudio, event.MsgVideo, event.MsgBeeperGallery:
 		kind = hooks.SourceMedia
 	}
 	if msg.RelatesTo != nil && msg.RelatesTo.Type == event.RelReplace {
 		kind = hooks.SourceEdit
 	}
+	body, atts := attachmentsOf(msg)
+	b.services.attachments.add(ev.RoomID, ev.ID, atts)
 	return hooks.Envelope{
 		SourceEventID: ev.ID, RoomID: ev.RoomID, ThreadID: thread, ResolvedThreadID: resolved,
 		SessionID: string(ev.RoomID) + "/" + string(resolved), RequesterID: ev.Sender, SenderID: ev.Sender,
-		Body: msg.Body, SourceKind: kind,
+		Body: body, AttachmentIDs: attachmentIDs(atts), SourceKind: kind,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
@@ -92,7 +93,12 @@ func (b *Bot) route(ctx context.Context, ev *event.Event, msg *event.MessageEven
 	if d, ok := b.preRoute(ctx, env, candidates); ok {
 		return d, true
 	}
-	if name, ok := b.askRouter(ctx, msg.Body, candidates); ok {
+	text := msg.Body
+	if env.SourceKind == hooks.SourceMedia {
+		caption, atts := attachmentsOf(msg)
+		text = routerText(caption, atts)
+	}
+	if name, ok := b.askRouter(ctx, text, candidates); ok {
 		return routeDecision{name, "router"}, true
 	}
 	return routeDecision{candidates[0], "fallback"}, true
@@ -176,9 +182,14 @@ func cmpOr(vals ...string) string {
 	return ""
 }
 
+// truncate shortens s to at most n bytes, cut on a rune boundary, and
+// marks the cut with "…".
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

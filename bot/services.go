@@ -34,6 +34,8 @@ type hostServices struct {
 	recent map[id.EventID]*agentMessage // messages of managed accounts, by event id
 	latest map[scopeKey]*agentMessage   // latest per room/thread and sender
 	order  []id.EventID
+
+	attachments attachmentIndex // files of people's recent messages
 }
 
 type scopeKey struct {
@@ -55,10 +57,11 @@ var (
 	_ hooks.RoomState     = (*hostServices)(nil)
 	_ hooks.MatrixAdmin   = (*hostServices)(nil)
 	_ hooks.AgentMessages = (*hostServices)(nil)
+	_ hooks.Attachments   = (*hostServices)(nil)
 )
 
 func (s *hostServices) bind() hooks.Services {
-	return hooks.Services{Sender: s, State: s, Admin: s, Messages: s}
+	return hooks.Services{Sender: s, State: s, Admin: s, Messages: s, Attachments: s}
 }
 
 // account returns the account that speaks for agent (the router for "").

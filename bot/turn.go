@@ -80,16 +80,18 @@ func (t *turn) run(parent context.Context) {
 	if done := t.claim(ctx); done {
 		return
 	}
-	turnText, err := t.enrich(ctx)
+	att := t.prepareAttachments(ctx)
+	turnText, err := t.enrich(ctx, att.text)
 	if err != nil {
 		t.fail(ctx, hooks.CancelInterrupted, err)
 		return
 	}
-	msgs, err := t.prompt(ctx, turnText)
+	msgs, err := t.prompt(ctx, turnText, &att)
 	if err != nil {
 		t.fail(ctx, hooks.CancelInterrupted, err)
 		return
 	}
+	t.tellAttachments(ctx, att.notices)
 
 	if t.replayed {
 		// The last run may have posted the reply (or its placeholder)
@@ -171,8 +173,9 @@ func (t *turn) claim(ctx context.Context) bool {
 	return true
 }
 
-// enrich collects message:enrich and system:enrich items and renders them.
-func (t *turn) enrich(ctx context.Context) (enrich.Turn, error) {
+// enrich collects message:enrich and system:enrich items and renders them
+// around userText (the message's text with its attachments).
+func (t *turn) enrich(ctx context.Context, userText string) (enrich.Turn, error) {
 	var msgItems, sysItems []hooks.EnrichmentItem
 	if t.reg.Has(hooks.MessageEnrich.Name()) {
 		c := &hooks.MessageEnrichContext{Envelope: t.env, TargetAgent: t.agent}
@@ -190,13 +193,15 @@ func (t *turn) enrich(ctx context.Context) (enrich.Turn, error) {
 		}
 		sysItems = c.Items
 	}
-	return enrich.Build(t.env.Body, msgItems, sysItems), nil
+	return enrich.Build(userText, msgItems, sysItems), nil
 }
 
 // prompt builds the model's messages: the agent's system prompt (with the
 // system-context block), the stored history of this thread, the transient
-// block and the enriched user turn.
-func (t *turn) prompt(ctx context.Context, et enrich.Turn) ([]agents.Message, error) {
+// block and the enriched user turn with the message's images. It adds the
+// notice that the model cannot see images to att's notices when this is
+// the first such image of the thread.
+func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachments) ([]agents.Message, error) {
 	spec := t.b.w().specs[t.b.modelName(t.agent)]
 	budget := agents.HistoryBudget(spec.ContextWindow, 0)
 	var summarizer agents.Model
@@ -222,7 +227,23 @@ func (t *turn) prompt(ctx context.Context, et enrich.Turn) ([]agents.Message, er
 	if et.Transient != "" {
 		msgs = append(msgs, agents.Message{Role: agents.RoleUser, Content: et.Transient})
 	}
-	return append(msgs, agents.Message{Role: agents.RoleUser, Content: et.Prompt}), nil
+	if att.blind && !historyTold(history, visionMarker) {
+		att.notices = append([]string{visionNotice}, att.notices...)
+	}
+	return append(msgs, agents.Message{Role: agents.RoleUser, Content: et.Prompt, Images: att.images}), nil
+}
+
+// tellAttachments tells the person, in one notice before the answer, what
+// of their attachments the model does not get and why.
+func (t *turn) tellAttachments(ctx context.Context, notices []string) {
+	if len(notices) == 0 {
+		return
+	}
+	opts := t.sendOptions("attachments")
+	opts.Notice = true
+	if _, err := t.acct.SendText(ctx, t.env.RoomID, "⚠️ "+strings.Join(notices, "\n\n⚠️ "), opts); err != nil {
+		t.log.Warn().Err(err).Msg("failed to tell the person about their attachments")
+	}
 }
 
 // systemPrompt is the agent's system prompt for one run.
@@ -421,7 +442,13 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		return
 	}
 	// The stored turn is the enriched prompt and what the model said, with
-	// the delivered text as the final answer.
+	// the delivered text as the final answer. The prompt holds the text of
+	// the message's text files and a line naming each other file, but not
+	// its images: an image goes to the model with the turn it arrives in
+	// only, and later requests of the thread replay the stored text, which
+	// names it. That keeps megabytes of image data out of the database and
+	// out of every later request, and a replay still sends exactly what is
+	// stored.
 	msgs := append([]agents.Message{{Role: agents.RoleUser, Content: et.Prompt}}, res.Messages...)
 	if n := len(msgs); n > 1 && msgs[n-1].Role == agents.RoleAssistant {
 		msgs[n-1].Content = text

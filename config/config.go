@@ -45,6 +45,9 @@ type Config struct {
 	Plugins []PluginEntry `yaml:"plugins"`
 	// Hooks configures the hook engine.
 	Hooks HookEngine `yaml:"hooks"`
+	// Attachments limits what people's files (images, text files, …) the
+	// agents get.
+	Attachments Attachments `yaml:"attachments"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`
@@ -250,6 +253,10 @@ type Model struct {
 	Model string `yaml:"model"`
 	// ContextWindow is the model's context size in tokens; 0 means unknown.
 	ContextWindow int `yaml:"context_window"`
+	// Vision says that the model accepts images (OpenAI-compatible
+	// image_url content parts). Default false: images sent to an agent on
+	// this model reach it as a text placeholder, and the person is told.
+	Vision bool `yaml:"vision"`
 }
 
 // Router configures the router's LLM use (picking a responder when several
@@ -288,6 +295,20 @@ type HookEngine struct {
 	CollectorConcurrency int `yaml:"collector_concurrency"`
 	// MaxDepth bounds nested emissions along one causal chain. Default 3.
 	MaxDepth int `yaml:"max_depth"`
+}
+
+// Attachments limits what people's attachments the agents get. Zero values
+// mean the defaults.
+type Attachments struct {
+	// MaxSize is the largest attachment hookroom downloads at all: images
+	// for models with vision, and files plugins fetch. Default 20MiB.
+	MaxSize ByteSize `yaml:"max_size"`
+	// MaxTextSize is the largest text file given to the model as text.
+	// Default 256KiB.
+	MaxTextSize ByteSize `yaml:"max_text_size"`
+	// MaxPerTurn is how many attachments of one message the model gets;
+	// the others are only named. Default 4.
+	MaxPerTurn int `yaml:"max_per_turn"`
 }
 
 // AgentNames returns the agent names, sorted.

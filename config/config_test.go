@@ -56,6 +56,8 @@ plugins:
 		{"plugins[0].AbsPath", c.Plugins[0].AbsPath, filepath.Join(dir, "p")},
 		{"hooks.collector_concurrency", c.Hooks.CollectorConcurrency, 64},
 		{"hooks.max_depth", c.Hooks.MaxDepth, 3},
+		{"attachments", c.Attachments, config.Attachments{MaxSize: 20 << 20, MaxTextSize: 256 << 10, MaxPerTurn: 4}},
+		{"models.only.vision", c.Models["only"].Vision, false},
 		{"PluginStateDir", c.PluginStateDir("weather"), filepath.Join(dir, "data", "plugins", "weather")},
 	}
 	for _, ch := range checks {
@@ -161,6 +163,8 @@ func TestExampleConfig(t *testing.T) {
 		{"plugins[2].builtin", c.Plugins[2].Identity(), "builtin:tool_guard"},
 		{"plugins[2].hooks.block_tools", c.Plugins[2].Hooks["block_tools"], config.HookOverride{Priority: ptr(-10), FailurePolicy: &closed}},
 		{"hooks", c.Hooks, config.HookEngine{CollectorConcurrency: 64, MaxDepth: 3}},
+		{"models.gpt.vision", c.Models["gpt"].Vision, true},
+		{"attachments", c.Attachments, config.Attachments{MaxSize: 20 * config.MiB, MaxTextSize: 256 * config.KiB, MaxPerTurn: 4}},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -278,7 +282,7 @@ agents:
 		t.Errorf("errors = %q", errs)
 	}
 	errs = parseErrors(t, minimal+"models:\n  m:\n    <<: {provider: echo, bogus: 1}\n", nil)
-	if want := []string{`config.yaml:5: models.m.bogus: unknown key (known keys: api_key, base_url, context_window, model, provider)`}; !reflect.DeepEqual(errs, want) {
+	if want := []string{`config.yaml:5: models.m.bogus: unknown key (known keys: api_key, base_url, context_window, model, provider, vision)`}; !reflect.DeepEqual(errs, want) {
 		t.Errorf("errors = %q, want %q", errs, want)
 	}
 }

@@ -16,6 +16,9 @@ const (
 	DefaultSyncTimelineLimit    = 1000
 	DefaultCollectorConcurrency = 64
 	DefaultMaxDepth             = 3
+	DefaultAttachmentMaxSize    = 20 * MiB
+	DefaultAttachmentMaxText    = 256 * KiB
+	DefaultAttachmentsPerTurn   = 4
 	// DefaultModelName is the model agents and the router use when they name
 	// none and more than one model is configured.
 	DefaultModelName = "default"
@@ -128,6 +131,16 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Hooks.MaxDepth == 0 {
 		c.Hooks.MaxDepth = DefaultMaxDepth
+	}
+
+	if c.Attachments.MaxSize == 0 {
+		c.Attachments.MaxSize = DefaultAttachmentMaxSize
+	}
+	if c.Attachments.MaxTextSize == 0 {
+		c.Attachments.MaxTextSize = DefaultAttachmentMaxText
+	}
+	if c.Attachments.MaxPerTurn == 0 {
+		c.Attachments.MaxPerTurn = DefaultAttachmentsPerTurn
 	}
 }
 

@@ -39,6 +39,8 @@ type Changes struct {
 	Storage bool
 	// Log is set when log changed.
 	Log bool
+	// Attachments is set when the attachment limits changed.
+	Attachments bool
 }
 
 // Diff compares two configurations. A nil old configuration counts as empty
@@ -65,6 +67,7 @@ func Diff(old, new *Config) Changes {
 	ch.Hooks = old.Hooks != new.Hooks
 	ch.Storage = old.DataDir != new.DataDir || old.Database != new.Database
 	ch.Log = old.Log != new.Log
+	ch.Attachments = old.Attachments != new.Attachments
 	return ch
 }
 
@@ -147,7 +150,7 @@ func (ch Changes) String() string {
 	}{
 		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.Models, "models"},
 		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
-		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"},
+		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

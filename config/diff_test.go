@@ -109,9 +109,18 @@ func TestDiff(t *testing.T) {
 			c.Hooks.MaxDepth = 5
 			c.DataDir = "/elsewhere"
 			c.Log.Level = "debug"
+			c.Attachments.MaxPerTurn = 9
 		},
-		want: config.Changes{Matrix: true, Models: true, Authorization: true, Router: true, Defaults: true, Hooks: true, Storage: true, Log: true},
-		str:  "matrix; models; authorization; router; defaults; hooks; storage; log",
+		want: config.Changes{Matrix: true, Models: true, Authorization: true, Router: true, Defaults: true, Hooks: true, Storage: true, Log: true, Attachments: true},
+		str:  "matrix; models; authorization; router; defaults; hooks; storage; log; attachments",
+	}, {
+		name: "model gains vision",
+		change: func(c *config.Config) {
+			m := c.Models["gpt"]
+			m.Vision = true
+			c.Models["gpt"] = m
+		},
+		want: config.Changes{Models: true},
 	}, {
 		name: "model removed",
 		change: func(c *config.Config) {

@@ -42,6 +42,7 @@ func (c *Config) validate() ErrorList {
 	v.authorization()
 	v.plugins()
 	v.engine()
+	v.attachments()
 	sortErrors(v.errs)
 	return v.errs
 }
@@ -347,5 +348,20 @@ func (v *validator) engine() {
 	}
 	if h.MaxDepth < 1 {
 		v.errorf("hooks.max_depth", "must be at least 1, not %d", h.MaxDepth)
+	}
+}
+
+func (v *validator) attachments() {
+	a := v.c.Attachments
+	if a.MaxSize < 1 {
+		v.errorf("attachments.max_size", "must be positive, not %d", a.MaxSize)
+	}
+	if a.MaxTextSize < 1 {
+		v.errorf("attachments.max_text_size", "must be positive, not %d", a.MaxTextSize)
+	} else if a.MaxSize >= 1 && a.MaxTextSize > a.MaxSize {
+		v.errorf("attachments.max_text_size", "must not be larger than max_size (%s)", a.MaxSize)
+	}
+	if a.MaxPerTurn < 1 {
+		v.errorf("attachments.max_per_turn", "must be at least 1, not %d", a.MaxPerTurn)
 	}
 }

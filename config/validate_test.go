@@ -110,6 +110,24 @@ func TestValidation(t *testing.T) {
 		name: "room encryption is a boolean",
 		yaml: "rooms:\n  r:\n    encryption: maybe\n",
 		want: []string{`config.yaml:5: rooms.r.encryption: expected true or false, got "maybe"`},
+	}, {
+		name: "valid: attachment sizes with units and in bytes",
+		yaml: "attachments:\n  max_size: 8 MiB\n  max_text_size: 65536\n  max_per_turn: 2\n",
+	}, {
+		name: "attachment size that is not a size",
+		yaml: "attachments:\n  max_size: lots\n",
+		want: []string{`config.yaml:4: attachments.max_size: expected a size (bytes, or a number with a unit such as 256KiB or 20MiB), got "lots"`},
+	}, {
+		name: "negative attachment limits",
+		yaml: "attachments:\n  max_size: -1\n  max_per_turn: -2\n",
+		want: []string{
+			`config.yaml:4: attachments.max_size: expected a size (bytes, or a number with a unit such as 256KiB or 20MiB), got "-1"`,
+			`config.yaml:5: attachments.max_per_turn: must be at least 1, not -2`,
+		},
+	}, {
+		name: "text limit above the download limit",
+		yaml: "attachments:\n  max_size: 1MiB\n  max_text_size: 2MiB\n",
+		want: []string{`config.yaml:5: attachments.max_text_size: must not be larger than max_size (1 MiB)`},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/id"
@@ -56,6 +57,10 @@ type route struct {
 	requester id.UserID
 	rooms     []id.RoomID // further rooms the context is in (lifecycle: joined rooms)
 	skip      []string    // plugins excluded (message:received re-entry)
+	// event and attachments are the inbound message of an envelope and its
+	// attachment ids: the only attachments Base.Attachment fetches.
+	event       id.EventID
+	attachments []string
 }
 
 // Base is embedded in every event context. Its helpers are bound to the hook
@@ -204,6 +209,26 @@ func (b *Base) LatestAgentMessage(ctx context.Context, room id.RoomID, sender id
 		return nil, fmt.Errorf("failed to read latest agent message: %w", ErrNoService)
 	}
 	return b.em.reg.services.Messages.LatestAgentMessage(ctx, room, sender, thread)
+}
+
+// Attachment returns the attachment attachmentID of the message this
+// hook's event is about (one of its envelope's AttachmentIDs), with its
+// content. It can be called from the hooks of every event whose context
+// has an envelope (message:received, message:claim, message:enrich,
+// system:enrich, message:before_response,
+// message:final_response_transform, message:after_response,
+// message:cancelled). Any other id, and every id in the hooks of other
+// events, is ErrNotFound: a hook can only read the files of the message it
+// handles. A file larger than the host's limit is ErrTooLarge.
+func (b *Base) Attachment(ctx context.Context, attachmentID string) (*Attachment, error) {
+	if b.em == nil || b.em.reg.services.Attachments == nil {
+		return nil, fmt.Errorf("failed to fetch attachment: %w", ErrNoService)
+	}
+	r := b.em.route
+	if r.event == "" || !slices.Contains(r.attachments, attachmentID) {
+		return nil, fmt.Errorf("failed to fetch attachment %q: not an attachment of this message: %w", attachmentID, ErrNotFound)
+	}
+	return b.em.reg.services.Attachments.FetchAttachment(ctx, r.room, r.event, attachmentID)
 }
 
 // Emit emits the custom event name with payload (marshalled to JSON) to the

@@ -34,9 +34,14 @@ type Envelope struct {
 	SessionID string `json:"session_id,omitempty"`
 	// RequesterID is the person the turn acts for; SenderID is the Matrix
 	// sender of the event (they differ for relayed and hook messages).
-	RequesterID     id.UserID   `json:"requester_id"`
-	SenderID        id.UserID   `json:"sender_id"`
-	Body            string      `json:"body"`
+	RequesterID id.UserID `json:"requester_id"`
+	SenderID    id.UserID `json:"sender_id"`
+	// Body is the message's text; for an image or a file it is the
+	// caption, "" when there is none (the file name is not a caption).
+	Body string `json:"body"`
+	// AttachmentIDs names the files of the message (images, files, audio,
+	// video), in order: each is the file's mxc:// URI. Hooks fetch their
+	// content with Attachment.
 	AttachmentIDs   []string    `json:"attachment_ids,omitempty"`
 	MentionedAgents []AgentName `json:"mentioned_agents,omitempty"`
 	// AgentName is the agent handling the message.
@@ -63,7 +68,10 @@ func cloneNonEmpty[S ~[]E, E any](s S) S {
 }
 
 func (e *Envelope) route() route {
-	return route{agent: e.AgentName, room: e.RoomID, thread: e.ResolvedThreadID, requester: e.RequesterID}
+	return route{
+		agent: e.AgentName, room: e.RoomID, thread: e.ResolvedThreadID, requester: e.RequesterID,
+		event: e.SourceEventID, attachments: e.AttachmentIDs,
+	}
 }
 
 // MessageReceivedContext is passed to message:received hooks (observer,

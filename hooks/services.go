@@ -14,8 +14,13 @@ import (
 var ErrNoService = errors.New("host service not available")
 
 // ErrNotFound is returned by room-state helpers when the state event does
-// not exist.
+// not exist, and by Attachment for an id that is not an attachment of the
+// hook's message.
 var ErrNotFound = errors.New("not found")
+
+// ErrTooLarge is returned by Attachment when the file is larger than the
+// host lets hooks fetch (attachments.max_size in config.yaml).
+var ErrTooLarge = errors.New("too large")
 
 // Services are the host capabilities hooks reach through their context
 // helpers. The bot implements them over its Matrix accounts; tests may leave
@@ -25,6 +30,8 @@ type Services struct {
 	State    RoomState
 	Admin    MatrixAdmin
 	Messages AgentMessages
+	// Attachments fetches the files of the message a hook handles.
+	Attachments Attachments
 	// Events, when set, receives the custom events hooks emit with
 	// Base.Emit instead of the hook's own registry: a process plugin's SDK
 	// forwards them to the host, whose registry holds every plugin's hooks.
@@ -106,4 +113,35 @@ type AgentMessage struct {
 // (threadID "") or a thread, since the current run of the server started.
 type AgentMessages interface {
 	LatestAgentMessage(ctx context.Context, room id.RoomID, sender id.UserID, thread id.EventID) (*AgentMessage, error)
+}
+
+// Attachment is a file attached to the message a turn answers, as a hook
+// fetches it.
+type Attachment struct {
+	// ID is the attachment's id as it appears in Envelope.AttachmentIDs:
+	// the mxc:// URI of the file.
+	ID string `json:"id"`
+	// Kind is the Matrix message type without its "m." prefix: "image",
+	// "file", "audio" or "video".
+	Kind string `json:"kind"`
+	// Name is the file name the sender gave.
+	Name string `json:"name"`
+	// MimeType is the type the sender declared ("" when none).
+	MimeType string `json:"mimetype,omitempty"`
+	// Size is len(Data).
+	Size int64 `json:"size"`
+	// Data is the file's content, decrypted when it came from an encrypted
+	// room. It may be large (up to attachments.max_size); never log it.
+	Data []byte `json:"-"`
+}
+
+// Attachments fetches the files of inbound messages for hooks. The engine
+// asks only for ids of the message the hook's event is about (see
+// Base.Attachment); the host still checks that the message is in room.
+type Attachments interface {
+	// FetchAttachment returns attachment attachmentID of message
+	// sourceEvent in room, with its content: ErrNotFound when the host
+	// knows no such attachment there, ErrTooLarge when the file is larger
+	// than the host's limit.
+	FetchAttachment(ctx context.Context, room id.RoomID, sourceEvent id.EventID, attachmentID string) (*Attachment, error)
 }

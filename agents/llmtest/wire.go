@@ -136,6 +136,56 @@ func (r Request) LastUser() string {
 	return ""
 }
 
+// Part is one part of a message whose content is an array of parts.
+type Part struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	// ImageURL is the url of an "image_url" part (a data: URL for inline
+	// images).
+	ImageURL string `json:"-"`
+}
+
+// Parts returns the content parts of message i as sent: nil when its
+// content is a string (or i is out of range).
+func (r Request) Parts(i int) []Part {
+	msgs := r.MessageJSON()
+	if i < 0 || i >= len(msgs) {
+		return nil
+	}
+	var m struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(msgs[i], &m) != nil || len(m.Content) == 0 || m.Content[0] != '[' {
+		return nil
+	}
+	var raw []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if json.Unmarshal(m.Content, &raw) != nil {
+		return nil
+	}
+	parts := make([]Part, len(raw))
+	for j, p := range raw {
+		parts[j] = Part{Type: p.Type, Text: p.Text, ImageURL: p.ImageURL.URL}
+	}
+	return parts
+}
+
+// LastUserParts returns the content parts of the last user message (see
+// Parts).
+func (r Request) LastUserParts() []Part {
+	for i := len(r.Body.Messages) - 1; i >= 0; i-- {
+		if r.Body.Messages[i].Role == "user" {
+			return r.Parts(i)
+		}
+	}
+	return nil
+}
+
 // HasTool reports whether the request offers a tool called name.
 func (r Request) HasTool(name string) bool {
 	for _, t := range r.Body.Tools {

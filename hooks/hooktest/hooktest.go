@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 
@@ -166,19 +167,55 @@ func Custom(payload any) *hooks.CustomEventContext {
 // hooks asked for. Its zero value is ready to use; bind it with
 // hooks.Options{Services: s.Bind()}.
 type Services struct {
-	mu     sync.Mutex
-	sent   []hooks.HookMessage
-	state  map[id.RoomID]map[string]map[string]json.RawMessage
-	nextID int
+	mu          sync.Mutex
+	sent        []hooks.HookMessage
+	state       map[id.RoomID]map[string]map[string]json.RawMessage
+	attachments map[attachmentKey]hooks.Attachment
+	nextID      int
+}
+
+type attachmentKey struct {
+	room  id.RoomID
+	event id.EventID
+	id    string
 }
 
 var (
 	_ hooks.MessageSender = (*Services)(nil)
 	_ hooks.RoomState     = (*Services)(nil)
+	_ hooks.Attachments   = (*Services)(nil)
 )
 
 // Bind returns the hooks.Services backed by s.
-func (s *Services) Bind() hooks.Services { return hooks.Services{Sender: s, State: s} }
+func (s *Services) Bind() hooks.Services {
+	return hooks.Services{Sender: s, State: s, Attachments: s}
+}
+
+// AddAttachment makes att (by att.ID) an attachment of message event in
+// room, for FetchAttachment. Put att.ID into the envelope's AttachmentIDs
+// too: hooks can only fetch the attachments their message names.
+func (s *Services) AddAttachment(room id.RoomID, event id.EventID, att hooks.Attachment) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attachments == nil {
+		s.attachments = map[attachmentKey]hooks.Attachment{}
+	}
+	att.Size = int64(len(att.Data))
+	s.attachments[attachmentKey{room, event, att.ID}] = att
+}
+
+// FetchAttachment returns an attachment added with AddAttachment, or
+// hooks.ErrNotFound.
+func (s *Services) FetchAttachment(_ context.Context, room id.RoomID, event id.EventID, attachmentID string) (*hooks.Attachment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	att, ok := s.attachments[attachmentKey{room, event, attachmentID}]
+	if !ok {
+		return nil, fmt.Errorf("no attachment %q: %w", attachmentID, hooks.ErrNotFound)
+	}
+	att.Data = slices.Clone(att.Data)
+	return &att, nil
+}
 
 // SendHookMessage records msg and returns a fresh event id.
 func (s *Services) SendHookMessage(_ context.Context, msg hooks.HookMessage) (id.EventID, error) {

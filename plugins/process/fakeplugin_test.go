@@ -38,6 +38,7 @@ var okHooks = []protocol.HookDecl{
 	{Event: "schedule:fired", Name: "sched", TimeoutMS: 500},
 	{Event: "test:callbacks", Name: "callbacks"},
 	{Event: "test:emitted", Name: "emitted"},
+	{Event: "message:after_response", Name: "attachments"},
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -216,6 +217,14 @@ func fakeHook(ctx context.Context, conn *jsonrpc.Conn, mode string, req *jsonrpc
 		result = map[string]any{"message_text": "rewritten by plugin"}
 	case "callbacks":
 		return fakeCallbacks(ctx, conn, p)
+	case "attachments":
+		var r struct {
+			Envelope struct {
+				AttachmentIDs []string `json:"attachment_ids"`
+			} `json:"envelope"`
+		}
+		_ = json.Unmarshal(c["result"], &r)
+		return fakeAttachments(ctx, conn, p, r.Envelope.AttachmentIDs)
 	case "emitted":
 		var payload struct{ From string }
 		_ = json.Unmarshal(c["payload"], &payload)
@@ -252,6 +261,37 @@ func fakeCallbacks(ctx context.Context, conn *jsonrpc.Conn, p protocol.HookInvok
 	results = append(results, fmt.Sprint(err))
 	_ = conn.Notify(ctx, protocol.MethodLog, protocol.LogParams{Invocation: p.Invocation, Level: "warn", Message: "callbacks done", Fields: map[string]any{"results": results}})
 	_ = os.WriteFile(filepath.Join(must(os.Getwd()), "callbacks.json"), must(json.Marshal(results)), 0o600)
+	return map[string]any{"context": map[string]any{}}, nil
+}
+
+// fakeAttachments reads every attachment of the hook's message in chunks of
+// 4 bytes, then asks for one that is not the message's and for an offset
+// past the end; it writes what it got to attachments.json.
+func fakeAttachments(ctx context.Context, conn *jsonrpc.Conn, p protocol.HookInvokeParams, ids []string) (any, error) {
+	results := map[string]string{}
+	for _, attID := range ids {
+		var data []byte
+		var last protocol.AttachmentGetResult
+		for calls := 0; !last.EOF; calls++ {
+			raw, err := conn.Call(ctx, protocol.MethodAttachmentGet, protocol.AttachmentGetParams{Invocation: p.Invocation, AttachmentID: attID, Offset: int64(len(data)), Length: 4})
+			if err != nil || calls > 100 {
+				return nil, jsonrpc.Errorf(protocol.CodeHookFailed, "%s: %v", protocol.MethodAttachmentGet, err)
+			}
+			last = protocol.AttachmentGetResult{}
+			if err := json.Unmarshal(raw, &last); err != nil {
+				return nil, err
+			}
+			data = append(data, last.Data...)
+		}
+		results[attID] = fmt.Sprintf("%s %s %s %d %q", last.Kind, last.Name, last.MimeType, last.Size, data)
+	}
+	_, err := conn.Call(ctx, protocol.MethodAttachmentGet, protocol.AttachmentGetParams{Invocation: p.Invocation, AttachmentID: "mxc://localhost/not-mine"})
+	results["not mine"] = fmt.Sprint(err)
+	if len(ids) > 0 {
+		_, err = conn.Call(ctx, protocol.MethodAttachmentGet, protocol.AttachmentGetParams{Invocation: p.Invocation, AttachmentID: ids[0], Offset: 1 << 40})
+		results["past the end"] = fmt.Sprint(err)
+	}
+	_ = os.WriteFile(filepath.Join(must(os.Getwd()), "attachments.json"), must(json.Marshal(results)), 0o600)
 	return map[string]any{"context": map[string]any{}}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/id"
@@ -21,6 +22,11 @@ type invocation struct {
 	ctx  context.Context // the hook's or tool call's context: deadline, depth, logger
 	c    hooks.Context   // the hook's copy (nil for tools)
 	tool *ToolCallRequest
+
+	// attachments holds the files the hook read so far, so that reading a
+	// large one in chunks downloads it once. They go with the invocation.
+	attMu       sync.Mutex
+	attachments map[string]*hooks.Attachment
 }
 
 // helpers are the Base helpers every hook context has (Base is embedded in
@@ -31,6 +37,7 @@ type helpers interface {
 	RoomStateEvents(ctx context.Context, room id.RoomID, eventType string) (map[string]json.RawMessage, error)
 	PutRoomState(ctx context.Context, room id.RoomID, eventType, stateKey string, content any) (id.EventID, error)
 	Emit(ctx context.Context, name string, payload any) error
+	Attachment(ctx context.Context, attachmentID string) (*hooks.Attachment, error)
 	Logger() *zerolog.Logger
 }
 
@@ -128,6 +135,22 @@ func (h hostHandler) ServeRPC(ctx context.Context, req *jsonrpc.Request) (any, e
 			return nil, hostError(req.Method, err)
 		}
 		return protocol.RoomStatePutResult{EventID: evID}, nil
+	case protocol.MethodAttachmentGet:
+		var params protocol.AttachmentGetParams
+		inv, hctx, cancel, err := p.hostCall(ctx, req, &params)
+		if err != nil {
+			return nil, err
+		}
+		defer cancel()
+		hp, err := inv.hookHelpers(req.Method)
+		if err != nil {
+			return nil, err
+		}
+		att, err := inv.attachment(hctx, hp, params.AttachmentID)
+		if err != nil {
+			return nil, hostError(req.Method, err)
+		}
+		return attachmentChunk(req.Method, att, params)
 	case protocol.MethodEmit:
 		var params protocol.EmitParams
 		inv, hctx, cancel, err := p.hostCall(ctx, req, &params)
@@ -198,6 +221,42 @@ func (inv *invocation) hookHelpers(method string) (helpers, error) {
 	return inv.c.(helpers), nil
 }
 
+// attachment fetches a file for the invocation's hook, once per
+// invocation.
+func (inv *invocation) attachment(ctx context.Context, hp helpers, attID string) (*hooks.Attachment, error) {
+	inv.attMu.Lock()
+	defer inv.attMu.Unlock()
+	if att := inv.attachments[attID]; att != nil {
+		return att, nil
+	}
+	att, err := hp.Attachment(ctx, attID)
+	if err != nil {
+		return nil, err
+	}
+	if inv.attachments == nil {
+		inv.attachments = map[string]*hooks.Attachment{}
+	}
+	inv.attachments[attID] = att
+	return att, nil
+}
+
+// attachmentChunk is the part of att that params ask for.
+func attachmentChunk(method string, att *hooks.Attachment, params protocol.AttachmentGetParams) (*protocol.AttachmentGetResult, error) {
+	size := int64(len(att.Data))
+	if params.Offset < 0 || params.Offset > size || params.Length < 0 {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "%s: offset %d and length %d do not fit a file of %d bytes", method, params.Offset, params.Length, size)
+	}
+	n := params.Length
+	if n == 0 || n > protocol.MaxAttachmentChunk {
+		n = protocol.MaxAttachmentChunk
+	}
+	end := min(params.Offset+n, size)
+	return &protocol.AttachmentGetResult{
+		AttachmentID: att.ID, Kind: att.Kind, Name: att.Name, MimeType: att.MimeType, Size: size,
+		Offset: params.Offset, Data: att.Data[params.Offset:end], EOF: end == size,
+	}, nil
+}
+
 // hostError maps a host service's error to the protocol's codes.
 func hostError(method string, err error) *jsonrpc.Error {
 	code := jsonrpc.CodeInternalError
@@ -206,6 +265,8 @@ func hostError(method string, err error) *jsonrpc.Error {
 		code = protocol.CodeNoService
 	case errors.Is(err, hooks.ErrNotFound):
 		code = protocol.CodeNotFound
+	case errors.Is(err, hooks.ErrTooLarge):
+		code = protocol.CodeTooLarge
 	case errors.Is(err, hooks.ErrRecursionLimit):
 		code = protocol.CodeRecursionLimit
 	case errors.Is(err, context.DeadlineExceeded):

@@ -38,8 +38,8 @@ func TestRoundTripEveryMode(t *testing.T) {
 		for _, h := range infos {
 			byName[h.Hook] = h
 		}
-		if len(byName) != 8 {
-			t.Fatalf("registry has %d hooks, want 8: %+v", len(byName), infos)
+		if len(byName) != 9 {
+			t.Fatalf("registry has %d hooks, want 9: %+v", len(byName), infos)
 		}
 		checks := []struct {
 			name string
@@ -155,6 +155,34 @@ func TestRoundTripEveryMode(t *testing.T) {
 		lines := logs.lines("saw test:emitted from hook")
 		if len(lines) != 1 || !strings.Contains(lines[0], `"hook":"emitted"`) || !strings.Contains(lines[0], `"plugin":"fake-ok"`) {
 			t.Errorf("log lines = %q", lines)
+		}
+	})
+	t.Run("attachments", func(t *testing.T) {
+		svc.AddAttachment(hooktest.Room, hooktest.EventID, hooks.Attachment{ID: "mxc://localhost/a", Kind: "file", Name: "a.txt", MimeType: "text/plain", Data: []byte("hello, chunks")})
+		svc.AddAttachment(hooktest.Room, "$other:localhost", hooks.Attachment{ID: "mxc://localhost/not-mine", Kind: "file", Name: "b.txt", Data: []byte("secret")})
+		c := hooktest.AfterResponse("done")
+		c.Result.Envelope.AttachmentIDs = []string{"mxc://localhost/a"}
+		hooktest.Emit(t, reg, hooks.MessageAfterResponse, c)
+		raw, err := os.ReadFile(filepath.Join(fakeStateDir(t, p), "attachments.json"))
+		if err != nil {
+			t.Fatalf("the hook did not read the attachments: %v", err)
+		}
+		var results map[string]string
+		if err := json.Unmarshal(raw, &results); err != nil {
+			t.Fatal(err)
+		}
+		wants := map[string]string{
+			"mxc://localhost/a": `file a.txt text/plain 13 "hello, chunks"`,
+			"not mine":          "code -32003",
+			"past the end":      "code -32602",
+		}
+		for k, w := range wants {
+			if !strings.Contains(results[k], w) {
+				t.Errorf("%s: %q, want it to contain %q", k, results[k], w)
+			}
+		}
+		if len(results) != len(wants) {
+			t.Errorf("results = %q", results)
 		}
 	})
 	t.Run("tools", func(t *testing.T) {

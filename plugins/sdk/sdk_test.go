@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/hookroom/hookroom/hooks/hooktest"
 	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/plugins/process"
+	"github.com/hookroom/hookroom/plugins/process/protocol"
 	"github.com/hookroom/hookroom/plugins/sdk"
 )
 
@@ -162,7 +164,18 @@ func callbacks(ctx context.Context, c *hooks.AfterResponseContext) error {
 	if err != nil {
 		return err
 	}
-	report := fmt.Sprintf("state=%s all=%d plugin=%s hook=%s event=%s", content, len(all), c.PluginName(), c.HookName(), c.EventName())
+	var atts []string
+	for _, attID := range c.Result.Envelope.AttachmentIDs {
+		att, err := c.Attachment(ctx, attID)
+		if err != nil {
+			return fmt.Errorf("attachment: %w", err)
+		}
+		atts = append(atts, fmt.Sprintf("%s:%s:%d:%x", att.Name, att.MimeType, att.Size, sha256.Sum256(att.Data)))
+	}
+	if _, err := c.Attachment(ctx, "mxc://localhost/not-mine"); !errors.Is(err, hooks.ErrNotFound) {
+		return fmt.Errorf("foreign attachment: err = %v, want hooks.ErrNotFound", err)
+	}
+	report := fmt.Sprintf("state=%s all=%d plugin=%s hook=%s event=%s atts=%s", content, len(all), c.PluginName(), c.HookName(), c.EventName(), strings.Join(atts, ","))
 	if err := os.WriteFile(filepath.Join(dir, "callbacks.txt"), []byte(report), 0o600); err != nil {
 		return err
 	}
@@ -361,7 +374,15 @@ func TestSameCodeBothModes(t *testing.T) {
 				}
 			})
 			t.Run("context helpers", func(t *testing.T) {
+				// Larger than one host.attachment.get answer: a process reads it in chunks.
+				big := make([]byte, protocol.MaxAttachmentChunk+1234)
+				for i := range big {
+					big[i] = byte(i * 7 % 251)
+				}
+				h.svc.AddAttachment(hooktest.Room, hooktest.EventID, hooks.Attachment{ID: "mxc://localhost/big", Kind: "file", Name: "big.bin", MimeType: "application/octet-stream", Data: big})
+				h.svc.AddAttachment(hooktest.Room, "$other:localhost", hooks.Attachment{ID: "mxc://localhost/not-mine", Kind: "file", Name: "x", Data: []byte("x")})
 				c := hooktest.AfterResponse("42")
+				c.Result.Envelope.AttachmentIDs = []string{"mxc://localhost/big"}
 				emit(t, h, hooks.MessageAfterResponse, c)
 				if s := stats(h, "callbacks"); s.Errors+s.Timeouts+s.Panics > 0 {
 					t.Fatalf("callbacks hook failed: %+v", s)
@@ -370,7 +391,8 @@ func TestSameCodeBothModes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := `state={"n":1} all=1 plugin=sdk-test hook=callbacks event=message:after_response`; string(report) != want {
+				wantAtt := fmt.Sprintf("big.bin:application/octet-stream:%d:%x", len(big), sha256.Sum256(big))
+				if want := `state={"n":1} all=1 plugin=sdk-test hook=callbacks event=message:after_response atts=` + wantAtt; string(report) != want {
 					t.Errorf("report = %q, want %q", report, want)
 				}
 				var texts []string

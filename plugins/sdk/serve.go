@@ -53,7 +53,7 @@ func ServeStreams(ctx context.Context, p Plugin, r io.Reader, w io.Writer) error
 	}
 	stderr := zerolog.New(os.Stderr).With().Timestamp().Str("plugin", p.Name).Logger()
 	s.conn = jsonrpc.NewConn(r, w, s, jsonrpc.Options{MaxInFlight: 1024, Logger: &stderr})
-	s.services = hooks.Services{Sender: rpcServices{s}, State: rpcServices{s}, Events: rpcServices{s}}
+	s.services = hooks.Services{Sender: rpcServices{s}, State: rpcServices{s}, Events: rpcServices{s}, Attachments: rpcServices{s}}
 	select {
 	case <-s.conn.Done():
 	case <-s.shutdown:

@@ -21,6 +21,7 @@ var (
 	_ hooks.MessageSender = rpcServices{}
 	_ hooks.RoomState     = rpcServices{}
 	_ hooks.EventEmitter  = rpcServices{}
+	_ hooks.Attachments   = rpcServices{}
 )
 
 // EmitEvent forwards a custom event a hook emitted with c.Emit to the host,
@@ -97,6 +98,38 @@ func (r rpcServices) PutRoomState(ctx context.Context, room id.RoomID, eventType
 	return res.EventID, err
 }
 
+// FetchAttachment reads a file of the hook's message through the host, in
+// chunks of protocol.MaxAttachmentChunk. The host knows the message from
+// the invocation; room and sourceEvent only served the engine's check.
+func (r rpcServices) FetchAttachment(ctx context.Context, _ id.RoomID, _ id.EventID, attachmentID string) (*hooks.Attachment, error) {
+	var att *hooks.Attachment
+	for {
+		var offset int64
+		if att != nil {
+			offset = int64(len(att.Data))
+		}
+		var res protocol.AttachmentGetResult
+		err := r.callHost(ctx, protocol.MethodAttachmentGet, protocol.AttachmentGetParams{
+			Invocation: invocationOf(ctx), AttachmentID: attachmentID, Offset: offset,
+		}, &res)
+		if err != nil {
+			return nil, fmt.Errorf("failed to fetch attachment %q: %w", attachmentID, err)
+		}
+		if att == nil {
+			att = &hooks.Attachment{ID: res.AttachmentID, Kind: res.Kind, Name: res.Name, MimeType: res.MimeType, Size: res.Size}
+			att.Data = make([]byte, 0, max(0, min(res.Size, 1<<30)))
+		}
+		if res.Offset != offset || (len(res.Data) == 0 && !res.EOF) {
+			return nil, fmt.Errorf("failed to fetch attachment %q: the host answered offset %d with %d bytes, expected offset %d", attachmentID, res.Offset, len(res.Data), offset)
+		}
+		att.Data = append(att.Data, res.Data...)
+		if res.EOF {
+			att.Size = int64(len(att.Data))
+			return att, nil
+		}
+	}
+}
+
 // remoteError maps the host's error codes back to the hooks package's
 // sentinel errors, so plugin code checks them the same way built in.
 func remoteError(err error) error {
@@ -109,6 +142,8 @@ func remoteError(err error) error {
 		return fmt.Errorf("%w: %s", hooks.ErrNoService, re.Message)
 	case protocol.CodeNotFound:
 		return fmt.Errorf("%w: %s", hooks.ErrNotFound, re.Message)
+	case protocol.CodeTooLarge:
+		return fmt.Errorf("%w: %s", hooks.ErrTooLarge, re.Message)
 	case protocol.CodeRecursionLimit:
 		return fmt.Errorf("%w: %s", hooks.ErrRecursionLimit, re.Message)
 	case protocol.CodeDeadline:

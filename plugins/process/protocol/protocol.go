@@ -42,6 +42,9 @@ const (
 	MethodEmit         = "host.emit"           // EmitParams → {}
 	MethodLog          = "host.log"            // LogParams (notification, or request → {})
 	MethodStateDir     = "host.state_dir"      // {} → StateDirResult
+	// MethodAttachmentGet reads a file of the hook's message:
+	// AttachmentGetParams → AttachmentGetResult.
+	MethodAttachmentGet = "host.attachment.get"
 )
 
 // Error codes of the protocol, besides JSON-RPC's own (jsonrpc.Code*).
@@ -68,6 +71,9 @@ const (
 	CodeHookPanicked = -32006
 	// CodeDeadline: the hook or a host call ran past its deadline.
 	CodeDeadline = -32007
+	// CodeTooLarge: host.attachment.get named a file larger than the host
+	// lets hooks fetch (attachments.max_size).
+	CodeTooLarge = -32008
 	// CodeAPIVersion: initialize asked for an api_version the plugin does
 	// not speak.
 	CodeAPIVersion = -32010
@@ -231,4 +237,37 @@ type LogParams struct {
 // StateDirResult is the plugin's state directory.
 type StateDirResult struct {
 	Path string `json:"path"`
+}
+
+// MaxAttachmentChunk is the most bytes of a file one host.attachment.get
+// answer carries (base64 makes it about 5.3 MiB of JSON, well inside the
+// line limit). Larger files are read in several calls.
+const MaxAttachmentChunk = 4 << 20
+
+// AttachmentGetParams read part of a file of the message the invocation's
+// hook handles, by one of its envelope's attachment_ids.
+type AttachmentGetParams struct {
+	Invocation   uint64 `json:"invocation"`
+	AttachmentID string `json:"attachment_id"`
+	// Offset is the first byte to return (default 0; at most the size).
+	Offset int64 `json:"offset,omitempty"`
+	// Length is the most bytes to return: absent, 0 or more than
+	// MaxAttachmentChunk mean MaxAttachmentChunk.
+	Length int64 `json:"length,omitempty"`
+}
+
+// AttachmentGetResult is the file's description and the requested bytes.
+type AttachmentGetResult struct {
+	AttachmentID string `json:"attachment_id"`
+	// Kind is "image", "file", "audio" or "video".
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	MimeType string `json:"mimetype,omitempty"`
+	// Size is the size of the whole file.
+	Size   int64 `json:"size"`
+	Offset int64 `json:"offset"`
+	// Data holds the bytes from Offset on (base64 in JSON).
+	Data []byte `json:"data"`
+	// EOF is true when Data reaches the end of the file.
+	EOF bool `json:"eof"`
 }

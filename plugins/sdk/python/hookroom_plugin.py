@@ -31,6 +31,7 @@ stdout goes to stderr (hookroom's log): the protocol owns the real stdout.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import inspect
 import json
@@ -43,12 +44,14 @@ from typing import Any, Awaitable, Callable, Iterable
 
 __all__ = [
     "API_VERSION",
+    "Attachment",
     "EnrichmentItem",
     "HostError",
     "NoService",
     "NotFound",
     "Plugin",
     "RecursionLimit",
+    "TooLarge",
     "hook",
     "run",
     "tool",
@@ -71,6 +74,7 @@ UNKNOWN_HOOK = -32004
 RECURSION_LIMIT = -32005
 HOOK_PANICKED = -32006
 DEADLINE = -32007
+TOO_LARGE = -32008
 API_VERSION_MISMATCH = -32010
 
 MAX_LINE_BYTES = 16 << 20
@@ -101,12 +105,28 @@ class RecursionLimit(HostError):
     """The causal chain of hook emissions is too deep."""
 
 
-_ERRORS_BY_CODE = {NOT_FOUND: NotFound, NO_SERVICE: NoService, RECURSION_LIMIT: RecursionLimit}
+class TooLarge(HostError):
+    """The attachment is larger than hookroom lets hooks fetch (attachments.max_size)."""
+
+
+_ERRORS_BY_CODE = {NOT_FOUND: NotFound, NO_SERVICE: NoService, RECURSION_LIMIT: RecursionLimit, TOO_LARGE: TooLarge}
 
 
 def _host_error(err: dict) -> HostError:
     code = int(err.get("code", INTERNAL_ERROR))
     return _ERRORS_BY_CODE.get(code, HostError)(code, str(err.get("message", "")))
+
+
+@dataclasses.dataclass
+class Attachment:
+    """A file of the message a hook handles, as ``ctx.attachment(id)`` returns it."""
+
+    id: str  # the mxc:// URI, as in ctx.envelope.attachment_ids
+    kind: str  # "image", "file", "audio" or "video"
+    name: str
+    mimetype: str  # as the sender declared it ("" when none)
+    size: int
+    data: bytes = dataclasses.field(repr=False)  # decrypted; never log it
 
 
 @dataclasses.dataclass
@@ -477,6 +497,33 @@ class HookContext(_Base):
         except NoService:
             return False
         return True
+
+    async def attachment(self, attachment_id: str) -> Attachment:
+        """Read a file of the message this hook handles, by one of ``ctx.envelope.attachment_ids``
+        (its mxc:// URI), with its content (read in chunks). Raises NotFound for an id that is not
+        an attachment of the message (and in hooks of events without an envelope), TooLarge for a
+        file over hookroom's limit, NoService without a Matrix connection."""
+        chunks: list[bytes] = []
+        offset = 0
+        while True:
+            res = await self._plugin._call(
+                "host.attachment.get",
+                {"invocation": self._invocation, "attachment_id": attachment_id, "offset": offset},
+            )
+            data = base64.b64decode(res.get("data") or "")
+            if int(res.get("offset", 0)) != offset or (not data and not res.get("eof")):
+                raise HostError(INTERNAL_ERROR, f"host.attachment.get answered offset {res.get('offset')} for {offset}")
+            chunks.append(data)
+            offset += len(data)
+            if res.get("eof"):
+                return Attachment(
+                    id=str(res.get("attachment_id", attachment_id)),
+                    kind=str(res.get("kind", "")),
+                    name=str(res.get("name", "")),
+                    mimetype=str(res.get("mimetype", "")),
+                    size=offset,
+                    data=b"".join(chunks),
+                )
 
     # -- result -------------------------------------------------------------
     def _result(self) -> dict:

@@ -5,6 +5,7 @@ Run: python3 -m unittest discover -s plugins/sdk/python -v
 """
 
 import asyncio
+import base64
 import json
 import os
 import pathlib
@@ -28,6 +29,7 @@ class FakeHost:
         self.state: dict = {}
         self.sent: list = []
         self.emitted: list = []
+        self.attachments: dict = {}  # id -> (kind, name, mimetype, data)
 
     async def start(self):
         loop = asyncio.get_running_loop()
@@ -91,6 +93,26 @@ class FakeHost:
             self.emitted.append(p)
         elif m == "host.state_dir":
             result = {"path": self.plugin.state_dir}
+        elif m == "host.attachment.get":
+            att = self.attachments.get(p["attachment_id"])
+            if att is None:
+                error = {"code": hp.NOT_FOUND, "message": "not an attachment of this message"}
+            elif att == "too large":
+                error = {"code": hp.TOO_LARGE, "message": "larger than 20 MiB"}
+            else:
+                kind, name, mimetype, data = att
+                off = p.get("offset", 0)
+                chunk = data[off : off + min(p.get("length") or 5, 5)]  # small chunks: the SDK must loop
+                result = {
+                    "attachment_id": p["attachment_id"],
+                    "kind": kind,
+                    "name": name,
+                    "mimetype": mimetype,
+                    "size": len(data),
+                    "offset": off,
+                    "data": base64.b64encode(chunk).decode(),
+                    "eof": off + len(chunk) == len(data),
+                }
         if "id" in msg:
             reply = {"jsonrpc": "2.0", "id": msg["id"]}
             reply["error" if error else "result"] = error or result
@@ -202,6 +224,15 @@ def make_plugin() -> hp.Plugin:
             missing=ctx.no_such_field,
             nested=ctx.payload["deep"]["x"],
         )
+
+    @p.hook("message:enrich", name="read_attachments")
+    async def read_attachments(ctx):
+        for att_id in ctx.envelope.attachment_ids or []:
+            try:
+                a = await ctx.attachment(att_id)
+                ctx.add_metadata(att_id, f"{a.kind} {a.name} {a.mimetype} {a.size} {a.data!r}")
+            except hp.HostError as e:
+                ctx.add_metadata(att_id, f"{type(e).__name__} {e.code}")
 
     @p.tool("add", "adds", {"type": "object"})
     async def add(call):
@@ -329,6 +360,26 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(log["fields"]["every"], {"": {"n": 1}})
         self.assertIsNone(log["fields"]["missing"])
         self.assertEqual(log["fields"]["state"], self.tmp.name)
+
+    async def test_attachments(self):
+        self.host.attachments = {
+            "mxc://localhost/a": ("file", "a.txt", "text/plain", "hello, chunked ✓".encode()),
+            "mxc://localhost/big": "too large",
+        }
+        env = envelope()
+        env["attachment_ids"] = ["mxc://localhost/a", "mxc://localhost/gone", "mxc://localhost/big"]
+        got = await self.result("read_attachments", "message:enrich", {"envelope": env})
+        self.assertEqual(
+            [(i["key"], i["text"]) for i in got["items"]],
+            [
+                ("mxc://localhost/a", "file a.txt text/plain 18 " + repr("hello, chunked ✓".encode())),
+                ("mxc://localhost/gone", f"NotFound {hp.NOT_FOUND}"),
+                ("mxc://localhost/big", f"TooLarge {hp.TOO_LARGE}"),
+            ],
+        )
+        gets = [r["params"] for r in self.host.requests if r["method"] == "host.attachment.get"]
+        self.assertEqual([g["offset"] for g in gets if g["attachment_id"] == "mxc://localhost/a"], [0, 5, 10, 15])
+        self.assertTrue(all(g["invocation"] == 7 for g in gets))
 
     async def test_attributes(self):
         ctx = {"correlation_id": "c1", "room_id": "!r", "payload": {"deep": {"x": 3}}}
