@@ -19,13 +19,19 @@ import (
 func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.SyncBatch) error {
 	e := b.w().accounts[acct]
 	log := zerolog.Ctx(ctx).With().Str("account", string(acct)).Logger()
-	if e.router {
-		if err := b.trackMembers(ctx, batch); err != nil {
+	if err := b.trackMembers(ctx, batch); err != nil {
+		return err
+	}
+	// Departures before invites: a kick and a new invite in one batch end
+	// with the room remembered.
+	b.forgetDepartures(ctx, acct, batch)
+	for _, inv := range batch.Invites {
+		if e.account == nil {
+			break // an account a reload just removed; its loop is stopping
+		}
+		if err := b.handleInvite(ctx, e, inv); err != nil {
 			return err
 		}
-	}
-	for _, inv := range batch.Invites {
-		b.handleInvite(ctx, e, inv)
 	}
 	// An account's first sync ever shows history, not new events: nothing
 	// in it is handled (the router's live syncs deliver what is new).
