@@ -40,7 +40,7 @@ func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.Syn
 			if room.Gap {
 				log.Warn().Stringer("room_id", room.RoomID).Msg("sync gap could not be filled completely; some events may be missing")
 			}
-			fresh, err := b.track.RecordBatch(ctx, acct, room.Timeline)
+			fresh, err := b.track.RecordBatch(ctx, acct, sinceOwnInvite(room.Timeline, acct))
 			if err != nil {
 				return fmt.Errorf("failed to record events of %s: %w", room.RoomID, err)
 			}
@@ -53,6 +53,23 @@ func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.Syn
 		}
 	}
 	return nil
+}
+
+// sinceOwnInvite returns the part of a room's timeline after acct's latest
+// invite to the room. When an account joins a room it was invited to, its
+// first timeline there may reach back into the room's past: what was said
+// before the invite is history, not a question for hookroom, while what
+// came after it (a direct message's first line, sent before the agent
+// joined) is answered.
+func sinceOwnInvite(timeline []*event.Event, acct id.UserID) []*event.Event {
+	for i := len(timeline) - 1; i >= 0; i-- {
+		ev := timeline[i]
+		if ev.Type == event.StateMember && ev.GetStateKey() == acct.String() &&
+			ev.Content.AsMember().Membership == event.MembershipInvite {
+			return timeline[i+1:]
+		}
+	}
+	return timeline
 }
 
 // syncSink is what every account's sync loop hands its batches to.

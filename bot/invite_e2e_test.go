@@ -132,19 +132,19 @@ func TestDirectMessageWithAnAgent(t *testing.T) {
 	helper := e.userID("helper")
 	e.llm.Script(llmtest.Text("Hi Alice, how can I help?"), llmtest.Text("Still here."), llmtest.Text("Reloaded and here."))
 
+	// As clients do, the first line follows the invite at once, whether or
+	// not the agent joined yet. No mention: the only agent answers.
 	e.room = createDM(t, e.person, helper)
-	waitUntil(t, 30*time.Second, "the agent joined the DM", func() bool {
-		return membership(e.person, e.room, helper) == event.MembershipJoin
-	})
-	row, ok := rememberedDM(t, e.bot.bot, e.room, helper)
-	if !ok || row.Inviter != e.person.UserID || !row.IsDirect {
-		t.Fatalf("DM not remembered as a direct room of alice: %+v, %v", row, ok)
-	}
-
-	// No mention: the only agent in the room answers.
 	q := e.say("hello there", "")
 	if got := e.waitTerminal(1); got[0] != "after:Hi Alice, how can I help?" {
 		t.Fatalf("terminal %v", got)
+	}
+	if m := membership(e.person, e.room, helper); m != event.MembershipJoin {
+		t.Fatalf("agent membership in the DM: %q", m)
+	}
+	row, ok := rememberedDM(t, e.bot.bot, e.room, helper)
+	if !ok || row.Inviter != e.person.UserID || !row.IsDirect {
+		t.Fatalf("DM not remembered as a direct room of alice: %+v, %v", row, ok)
 	}
 	text, _, ev := e.visibleText(e.results[0].EventID)
 	if ev.Sender != helper || text != "Hi Alice, how can I help?" || ev.RoomID != e.room {
@@ -224,7 +224,8 @@ func TestDirectMessageWithAnAgent(t *testing.T) {
 // Invites from people authorization does not allow are declined (the
 // agent leaves the room instead of letting the invite sit pending), and
 // nothing is remembered; an allowed person's invite afterwards is accepted
-// by the same sync loop.
+// by the same sync loop. In a room with a past, what was said before the
+// invite is not answered.
 func TestInviteFromUnauthorizedPersonIsDeclined(t *testing.T) {
 	e, _, _ := newDMEnv(t)
 	helper := e.userID("helper")
@@ -242,11 +243,29 @@ func TestInviteFromUnauthorizedPersonIsDeclined(t *testing.T) {
 	}
 
 	// Barrier: alice's invite, handed over after mallory's, is accepted.
-	dm := createDM(t, e.person, helper)
-	waitUntil(t, 30*time.Second, "the agent joined alice's DM", func() bool {
-		return membership(e.person, dm, helper) == event.MembershipJoin
+	ctx := context.Background()
+	e.room = createRoom(t, e.person)
+	e.say("old news: nobody should answer this", "")
+	if _, err := e.person.Client.InviteUser(ctx, e.room, &mautrix.ReqInviteUser{UserID: helper}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the agent joined alice's room", func() bool {
+		return membership(e.person, e.room, helper) == event.MembershipJoin
 	})
-	if got := e.bot.bot.invited.all(); len(got) != 1 || got[0].RoomID != dm {
-		t.Errorf("invited rooms %+v, want only alice's DM", got)
+	if got := e.bot.bot.invited.all(); len(got) != 1 || got[0].RoomID != e.room || got[0].IsDirect {
+		t.Errorf("invited rooms %+v, want only alice's room, not direct", got)
+	}
+	// Events of a room are handled in order: once the fresh question is
+	// answered, an answer to the old one would have come first.
+	e.llm.Script(llmtest.Text("Fresh answer."))
+	e.say("a fresh question", "")
+	if got := e.waitTerminal(1); len(got) != 1 || got[0] != "after:Fresh answer." {
+		t.Fatalf("terminal %v", got)
+	}
+	if n := e.llm.Count(); n != 1 {
+		t.Errorf("the model was asked %d times, want once", n)
+	}
+	if prompt := string(e.llm.LastRequest(t).Raw); !strings.Contains(prompt, "a fresh question") || strings.Contains(prompt, "old news") {
+		t.Errorf("the prompt should hold the fresh question and not the room's past: %s", prompt)
 	}
 }
