@@ -248,13 +248,15 @@ func (b *Bot) forgetInvitedRoom(ctx context.Context, room id.RoomID, acct id.Use
 	log := zerolog.Ctx(ctx).Info().Stringer("room_id", room).Stringer("account", acct)
 	why := "left"
 	if leave != nil {
-		if m := leave.Content.AsMember(); m.Membership == event.MembershipBan {
+		m := leave.Content.AsMember()
+		switch {
+		case m.Membership == event.MembershipBan:
 			why = "banned"
-		} else if leave.Sender != acct {
+		case leave.Sender != acct:
 			why = "kicked"
 		}
 		log = log.Stringer("by", leave.Sender)
-		if m := leave.Content.AsMember(); m.Reason != "" {
+		if m.Reason != "" {
 			log = log.Str("reason", m.Reason)
 		}
 	}
