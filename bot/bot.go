@@ -65,6 +65,9 @@ type Bot struct {
 
 	services *hostServices
 	dispatch *dispatcher
+	// invited are the rooms accounts joined on a person's invite; unlike
+	// the world's rooms they outlive reloads.
+	invited invitedRooms
 
 	history      *agents.History
 	turns        turnQueues
@@ -85,9 +88,9 @@ type Bot struct {
 type world struct {
 	cfg      *config.Config
 	agents   map[hooks.AgentName]*matrixio.Account
-	accounts map[id.UserID]entity // every managed account
-	rooms    map[string]id.RoomID // config room key → id
-	joined   map[hooks.AgentName][]id.RoomID
+	accounts map[id.UserID]entity            // every managed account
+	rooms    map[string]id.RoomID            // config room key → id
+	joined   map[hooks.AgentName][]id.RoomID // configured rooms (Bot.invited has the others)
 	models   map[string]agents.Model
 	specs    map[string]agents.ModelSpec
 	plugins  *plugins.Set // nil when Options.Registry replaced plugin loading
@@ -129,6 +132,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	b.track = tracking.New(db)
 	if err := b.track.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to upgrade tracking store: %w", err))
+	}
+	if err := b.loadInvitedRooms(ctx); err != nil {
+		return nil, b.closeWith(err)
 	}
 	b.history = agents.NewHistory(db)
 	if err := b.history.Upgrade(ctx); err != nil {
@@ -419,7 +425,7 @@ func (b *Bot) emitLifecycleFor(ctx context.Context, ev hooks.Event[hooks.AgentLi
 	}
 	c := &hooks.AgentLifecycleContext{
 		Agent: e.name, EntityType: "agent", UserID: e.account.UserID(),
-		JoinedRooms: b.w().joined[e.name], StopReason: stopReason,
+		JoinedRooms: b.joinedRooms(e), StopReason: stopReason,
 	}
 	if e.router {
 		c.EntityType = "router"

@@ -40,7 +40,8 @@ Commands:
 - ` + "`!hooks`" + ` — the hooks in service (admins)
 - ` + "`!reload-plugins`" + ` — reload config.yaml and restart every plugin (admins)`
 
-// runCommand answers a command as the router.
+// runCommand answers a command as the router, or, in a room without the
+// router (a direct message with an agent), as the room's agent.
 func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelope, cmd command) {
 	var reply string
 	switch cmd.name {
@@ -83,7 +84,7 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 	} else {
 		opts.ReplyTo = ev.ID
 	}
-	if _, err := b.router.SendText(ctx, ev.RoomID, reply, opts); err != nil {
+	if _, err := b.speakerIn(ev.RoomID).SendText(ctx, ev.RoomID, reply, opts); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("command", cmd.name).Msg("failed to answer a command")
 	}
 }

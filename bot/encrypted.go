@@ -3,13 +3,10 @@ package bot
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
-	"maunium.net/go/mautrix/id"
 
-	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 )
 
@@ -56,25 +53,8 @@ func (b *Bot) handleEncrypted(ctx context.Context, ev *event.Event, replayed boo
 	if opts.ThreadRoot == "" {
 		opts.ReplyTo = ev.ID
 	}
-	speaker := b.speakerIn(ev.RoomID)
-	if speaker == nil {
-		return false
-	}
-	if _, err := speaker.SendText(ctx, ev.RoomID, undecryptableNotice, opts); err != nil {
+	if _, err := b.speakerIn(ev.RoomID).SendText(ctx, ev.RoomID, undecryptableNotice, opts); err != nil {
 		log.Warn().Err(err).Msg("failed to tell the room about a message that cannot be decrypted")
 	}
 	return false
-}
-
-// speakerIn returns the account that speaks for hookroom in room when no
-// agent answers: the router if it is there, else the room's first agent.
-func (b *Bot) speakerIn(room id.RoomID) *matrixio.Account {
-	w := b.w()
-	if slices.Contains(w.joined[hooks.RouterName], room) {
-		return b.router
-	}
-	if names := b.agentsIn(room); len(names) > 0 {
-		return w.agents[names[0]]
-	}
-	return nil
 }

@@ -3,8 +3,8 @@ package bot
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
@@ -51,16 +51,18 @@ func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (
 	return false
 }
 
-// authorized reports whether user may talk to agents in room.
+// authorized reports whether user may talk to agents in room: global
+// users everywhere; the people room_permissions lists for room, or
+// everyone when it has no entry and default_room_access is on; and, in a
+// room hookroom's accounts joined on an invite, the inviter for as long as
+// authorization still lets them invite.
 func (b *Bot) authorized(user id.UserID, room id.RoomID) bool {
 	if b.isManaged(user) {
 		return false
 	}
 	auth := b.w().cfg.Authorization
-	for _, u := range auth.GlobalUsers {
-		if u == user {
-			return true
-		}
+	if slices.Contains(auth.GlobalUsers, user) {
+		return true
 	}
 	listed := false
 	for ref, users := range auth.RoomPermissions {
@@ -68,13 +70,14 @@ func (b *Bot) authorized(user id.UserID, room id.RoomID) bool {
 			continue
 		}
 		listed = true
-		for _, u := range users {
-			if u == user {
-				return true
-			}
+		if slices.Contains(users, user) {
+			return true
 		}
 	}
-	return !listed && auth.DefaultRoomAccess
+	if !listed && auth.DefaultRoomAccess {
+		return true
+	}
+	return auth.MayInvite(user) && b.invited.invitedBy(room, user)
 }
 
 // roomRefID resolves a room reference of config.yaml (a room key, a room id
@@ -211,10 +214,16 @@ func (b *Bot) handleReaction(ctx context.Context, ev *event.Event) {
 	}
 }
 
-// trackMembers records, for rooms the router sees for the first time, who
-// is already a member: those people never trigger room:member_joined.
+// trackMembers records, for joined rooms hookroom sees for the first time
+// (through whichever account: the router in configured rooms, an agent in
+// a direct message), who is already a member: those people never trigger
+// room:member_joined. handleSync calls it for every account's batch before
+// the batch's events are queued.
 func (b *Bot) trackMembers(ctx context.Context, batch matrixio.SyncBatch) error {
 	for _, room := range batch.Rooms {
+		if room.Membership != event.MembershipJoin {
+			continue
+		}
 		seeded, err := b.track.RoomSeeded(ctx, room.RoomID)
 		if err != nil {
 			return fmt.Errorf("failed to read member markers of %s: %w", room.RoomID, err)
@@ -289,29 +298,6 @@ func prevMembership(ev *event.Event) *event.MemberEventContent {
 		}
 	}
 	return &event.MemberEventContent{}
-}
-
-// handleInvite accepts invites from authorized people and from hookroom's
-// own accounts; other invites are left pending.
-func (b *Bot) handleInvite(ctx context.Context, e entity, inv matrixio.Invite) {
-	_, ok := b.w().accounts[inv.Sender]
-	for _, u := range b.w().cfg.Authorization.GlobalUsers {
-		ok = ok || u == inv.Sender
-	}
-	log := zerolog.Ctx(ctx).With().Stringer("room_id", inv.RoomID).Stringer("inviter", inv.Sender).Logger()
-	if !ok {
-		log.Info().Msg("leaving an invite from an unauthorized user pending")
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := e.account.AcceptInvite(ctx, inv.RoomID); err != nil {
-			log.Warn().Err(err).Msg("failed to accept invite")
-			return
-		}
-		log.Info().Msg("accepted invite")
-	}()
 }
 
 // hookOrigin is the origin hookroom marks on messages hooks send. It is

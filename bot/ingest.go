@@ -19,13 +19,19 @@ import (
 func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.SyncBatch) error {
 	e := b.w().accounts[acct]
 	log := zerolog.Ctx(ctx).With().Str("account", string(acct)).Logger()
-	if e.router {
-		if err := b.trackMembers(ctx, batch); err != nil {
+	if err := b.trackMembers(ctx, batch); err != nil {
+		return err
+	}
+	// Departures before invites: a kick and a new invite in one batch end
+	// with the room remembered.
+	b.forgetDepartures(ctx, acct, batch)
+	for _, inv := range batch.Invites {
+		if e.account == nil {
+			break // an account a reload just removed; its loop is stopping
+		}
+		if err := b.handleInvite(ctx, e, inv); err != nil {
 			return err
 		}
-	}
-	for _, inv := range batch.Invites {
-		b.handleInvite(ctx, e, inv)
 	}
 	// An account's first sync ever shows history, not new events: nothing
 	// in it is handled (the router's live syncs deliver what is new).
@@ -34,7 +40,7 @@ func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.Syn
 			if room.Gap {
 				log.Warn().Stringer("room_id", room.RoomID).Msg("sync gap could not be filled completely; some events may be missing")
 			}
-			fresh, err := b.track.RecordBatch(ctx, acct, room.Timeline)
+			fresh, err := b.track.RecordBatch(ctx, acct, sinceOwnInvite(room.Timeline, acct))
 			if err != nil {
 				return fmt.Errorf("failed to record events of %s: %w", room.RoomID, err)
 			}
@@ -47,6 +53,23 @@ func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.Syn
 		}
 	}
 	return nil
+}
+
+// sinceOwnInvite returns the part of a room's timeline after acct's latest
+// invite to the room. When an account joins a room it was invited to, its
+// first timeline there may reach back into the room's past: what was said
+// before the invite is history, not a question for hookroom, while what
+// came after it (a direct message's first line, sent before the agent
+// joined) is answered.
+func sinceOwnInvite(timeline []*event.Event, acct id.UserID) []*event.Event {
+	for i := len(timeline) - 1; i >= 0; i-- {
+		ev := timeline[i]
+		if ev.Type == event.StateMember && ev.GetStateKey() == acct.String() &&
+			ev.Content.AsMember().Membership == event.MembershipInvite {
+			return timeline[i+1:]
+		}
+	}
+	return timeline
 }
 
 // syncSink is what every account's sync loop hands its batches to.

@@ -17,12 +17,17 @@ import (
 	"github.com/hookroom/hookroom/matrixio"
 )
 
-// agentsIn returns the agents configured for room, by name.
+// agentsIn returns the agents in room, by name: those config.yaml puts
+// there and those that joined it on a person's invite.
 func (b *Bot) agentsIn(room id.RoomID) []hooks.AgentName {
+	w := b.w()
 	var out []hooks.AgentName
-	for _, name := range b.w().cfg.AgentNames() {
-		if slices.Contains(b.w().joined[hooks.AgentName(name)], room) {
-			out = append(out, hooks.AgentName(name))
+	for _, name := range w.cfg.AgentNames() {
+		n := hooks.AgentName(name)
+		if slices.Contains(w.joined[n], room) {
+			out = append(out, n)
+		} else if acct := w.agents[n]; acct != nil && b.invited.has(room, acct.UserID()) {
+			out = append(out, n)
 		}
 	}
 	return out
@@ -161,6 +166,9 @@ func (b *Bot) askRouter(ctx context.Context, body string, candidates []hooks.Age
 
 // handoff posts the router's visible note that an agent takes over.
 func (b *Bot) handoff(ctx context.Context, ev *event.Event, env hooks.Envelope, agent hooks.AgentName) {
+	if !b.routerIn(ev.RoomID) {
+		return // a room agents joined on invites, without the router
+	}
 	acct := b.w().agents[agent]
 	a := b.w().cfg.Agents[string(agent)]
 	text := fmt.Sprintf("Handing this to [%s](https://matrix.to/#/%s).", cmpOr(a.DisplayName, string(agent)), acct.UserID())

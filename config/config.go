@@ -228,6 +228,48 @@ type Authorization struct {
 	// DefaultRoomAccess lets everyone talk to agents in rooms that have no
 	// room_permissions entry. Default false.
 	DefaultRoomAccess bool `yaml:"default_room_access"`
+	// InviteUsers may invite the router and every agent into rooms of their
+	// own (direct messages, ad-hoc rooms), besides the global users: user
+	// ids, or "@*:server" for every user of a server. The accounts join and
+	// remember the room; the inviter may then talk to the agents there.
+	// Empty (the default): only global users' invites are accepted.
+	InviteUsers []UserPattern `yaml:"invite_users"`
+}
+
+// UserPattern names Matrix users: one user id ("@alice:example.org"), or
+// every user of one server ("@*:example.org").
+type UserPattern string
+
+// serverWildcard starts a UserPattern that names a whole server.
+const serverWildcard = "@*:"
+
+// Matches reports whether user is named by p.
+func (p UserPattern) Matches(user id.UserID) bool {
+	if server, ok := strings.CutPrefix(string(p), serverWildcard); ok {
+		return user.Homeserver() == server && user.Localpart() != ""
+	}
+	return id.UserID(p) == user
+}
+
+// valid reports whether p is a user id or a server pattern. A "*" is a
+// wildcard only as the whole localpart: "@bob*:example.org" is refused
+// rather than taken for a user of that name.
+func (p UserPattern) valid() bool {
+	if server, ok := strings.CutPrefix(string(p), serverWildcard); ok {
+		return id.ValidateServerName(server)
+	}
+	_, _, err := id.UserID(p).ParseAndValidateRelaxed()
+	return err == nil && !strings.Contains(string(p), "*")
+}
+
+// MayInvite reports whether user's invites are accepted: a global user or
+// a user that invite_users names. It is asked for every invite and, in
+// rooms an account joined on an invite, for every message of the inviter.
+func (a Authorization) MayInvite(user id.UserID) bool {
+	if slices.Contains(a.GlobalUsers, user) {
+		return true
+	}
+	return slices.ContainsFunc(a.InviteUsers, func(p UserPattern) bool { return p.Matches(user) })
 }
 
 // Provider names a model provider.

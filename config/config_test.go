@@ -153,6 +153,7 @@ func TestExampleConfig(t *testing.T) {
 		{"models.default.provider", c.Models["default"].Provider, config.ProviderEcho},
 		{"router.model", c.Router.Model, "gpt"},
 		{"authorization.room_permissions.dev", c.Authorization.RoomPermissions["dev"], []id.UserID{"@alice:example.org", "@bob:example.org"}},
+		{"authorization.invite_users", c.Authorization.InviteUsers, []config.UserPattern{"@carol:example.org"}},
 		{"plugins", len(c.Plugins), 3},
 		{"plugins[0].builtin", c.Plugins[0].Identity(), "builtin:audit_log"},
 		{"plugins[0].settings.max_size_mb", c.Plugins[0].Settings["max_size_mb"], 10},

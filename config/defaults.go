@@ -64,6 +64,7 @@ func (c *Config) ApplyDefaults() {
 	// Diff does not see a change between them.
 	c.Matrix.BotAccounts = nilIfEmpty(c.Matrix.BotAccounts)
 	c.Authorization.GlobalUsers = nilIfEmpty(c.Authorization.GlobalUsers)
+	c.Authorization.InviteUsers = nilIfEmpty(c.Authorization.InviteUsers)
 	if len(c.Authorization.RoomPermissions) == 0 {
 		c.Authorization.RoomPermissions = nil
 	}

@@ -32,6 +32,7 @@ func (c *Config) Clone() *Config {
 	n.Rooms = maps.Clone(c.Rooms)
 	n.Models = maps.Clone(c.Models)
 	n.Authorization.GlobalUsers = slices.Clone(c.Authorization.GlobalUsers)
+	n.Authorization.InviteUsers = slices.Clone(c.Authorization.InviteUsers)
 	if c.Authorization.RoomPermissions != nil {
 		n.Authorization.RoomPermissions = make(map[string][]id.UserID, len(c.Authorization.RoomPermissions))
 		for k, v := range c.Authorization.RoomPermissions {

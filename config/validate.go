@@ -298,6 +298,12 @@ func (v *validator) authorization() {
 		}
 		v.userIDs(p, a.RoomPermissions[key])
 	}
+	for i, pat := range a.InviteUsers {
+		if !pat.valid() {
+			v.errorf(joinIndex("authorization.invite_users", i),
+				"%q is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)", pat)
+		}
+	}
 }
 
 func (v *validator) plugins() {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"maunium.net/go/mautrix/id"
+
 	"github.com/hookroom/hookroom/config"
 )
 
@@ -128,6 +130,20 @@ func TestValidation(t *testing.T) {
 		name: "text limit above the download limit",
 		yaml: "attachments:\n  max_size: 1MiB\n  max_text_size: 2MiB\n",
 		want: []string{`config.yaml:5: attachments.max_text_size: must not be larger than max_size (1 MiB)`},
+	}, {
+		name: "valid: invite users and server patterns",
+		yaml: "authorization:\n  invite_users: [\"@bob:example.org\", \"@*:example.org\", \"@*:chat.example.org:8448\"]\n",
+	}, {
+		name: "invalid invite users, each at its line",
+		yaml: "authorization:\n  invite_users:\n    - bob\n    - \"@*\"\n    - \"@*:\"\n    - \"@*:bad server\"\n    - \"*:example.org\"\n    - \"@bob*:example.org\"\n    - \"@ok:example.org\"\n",
+		want: []string{
+			`config.yaml:5: authorization.invite_users[0]: "bob" is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)`,
+			`config.yaml:6: authorization.invite_users[1]: "@*" is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)`,
+			`config.yaml:7: authorization.invite_users[2]: "@*:" is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)`,
+			`config.yaml:8: authorization.invite_users[3]: "@*:bad server" is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)`,
+			`config.yaml:9: authorization.invite_users[4]: "*:example.org" is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)`,
+			`config.yaml:10: authorization.invite_users[5]: "@bob*:example.org" is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)`,
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,5 +215,33 @@ func TestValidateInCode(t *testing.T) {
 	c.Models = map[string]config.Model{"nope": {Provider: config.ProviderEcho}}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate() = %v, want nil", err)
+	}
+}
+
+func TestMayInvite(t *testing.T) {
+	auth := config.Authorization{
+		GlobalUsers: []id.UserID{"@admin:example.org"},
+		InviteUsers: []config.UserPattern{"@bob:other.org", "@*:example.org"},
+	}
+	tests := []struct {
+		user id.UserID
+		want bool
+	}{
+		{"@admin:example.org", true},      // a global user
+		{"@bob:other.org", true},          // listed by id
+		{"@carol:example.org", true},      // by the server pattern
+		{"@carol:other.org", false},       // same server as bob, not listed
+		{"@carol:sub.example.org", false}, // a pattern names one server, not its subdomains
+		{"@carol:example.org.evil", false},
+		{"@:example.org", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := auth.MayInvite(tt.user); got != tt.want {
+			t.Errorf("MayInvite(%q) = %v, want %v", tt.user, got, tt.want)
+		}
+	}
+	if (config.Authorization{}).MayInvite("@admin:example.org") {
+		t.Error("the zero value accepts an invite")
 	}
 }

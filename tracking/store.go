@@ -20,8 +20,10 @@ var upgradeFiles embed.FS
 var upgradeTable = dbutil.BuildUpgradeTable().WithFSPath(upgradeFiles, "upgrades").Finish()
 
 // Store is hookroom's durable bookkeeping: the inbound event ledger (Record, RecordBatch,
-// MarkHandled, Pending, Prune) and the member-join markers (MarkJoined, SeedMembers,
-// RoomSeeded). It works on SQLite and PostgreSQL alike and is safe for concurrent use.
+// MarkHandled, Pending, Prune), the reply deliveries (RecordDelivery, Delivery), the
+// member-join markers (MarkJoined, SeedMembers, RoomSeeded) and the rooms joined on
+// invites (RememberInvitedRoom, ForgetInvitedRoom, InvitedRooms). It works on SQLite
+// and PostgreSQL alike and is safe for concurrent use.
 type Store struct {
 	db  *dbutil.Database
 	now func() time.Time

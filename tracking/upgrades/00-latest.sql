@@ -1,4 +1,4 @@
--- v0 -> v2: Latest revision
+-- v0 -> v3: Latest revision
 
 -- The inbound event ledger: one row per Matrix event, whichever accounts saw it.
 -- seq is the arrival order (replay order after a crash). raw is the event as JSON.
@@ -51,4 +51,19 @@ CREATE TABLE tracking_delivery (
 	room_id         TEXT   NOT NULL,
 	reply_event_id  TEXT   NOT NULL,
 	created_at      BIGINT NOT NULL
+);
+
+-- Rooms a hookroom account joined because a person invited it (direct messages,
+-- ad-hoc rooms), as opposed to the rooms config.yaml provisions. A row lives from
+-- the accepted invite until the account leaves, is kicked or banned.
+-- account: the router's or an agent's user id; inviter: who sent the invite;
+-- is_direct: the invite's is_direct flag; accepted_at: unix milliseconds.
+CREATE TABLE tracking_invited_room (
+	room_id     TEXT    NOT NULL,
+	account     TEXT    NOT NULL,
+	inviter     TEXT    NOT NULL,
+	is_direct   BOOLEAN NOT NULL,
+	accepted_at BIGINT  NOT NULL,
+
+	PRIMARY KEY (room_id, account)
 );
