@@ -288,6 +288,9 @@ func (b *Bot) handleMember(ctx context.Context, ev *event.Event) {
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("room:member_left hooks did not finish")
 		}
 	}
+	if (m.Membership == event.MembershipLeave || m.Membership == event.MembershipBan) && prev.Membership == event.MembershipJoin {
+		b.leaveIfAlone(ctx, ev.RoomID)
+	}
 }
 
 func prevMembership(ev *event.Event) *event.MemberEventContent {

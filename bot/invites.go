@@ -266,6 +266,41 @@ func (b *Bot) forgetInvitedRoom(ctx context.Context, room id.RoomID, acct id.Use
 	}
 }
 
+// leaveIfAlone makes hookroom's accounts leave a room they joined on an
+// invite once no person is left in it (the person left a direct message;
+// Element's DMs give the agent the person's power level, so nobody could
+// kick it), and forgets the room. Configured rooms are never left.
+// handleMember calls it when a person leaves or is removed.
+func (b *Bot) leaveIfAlone(ctx context.Context, room id.RoomID) {
+	var accts []*matrixio.Account
+	for _, e := range b.entities() {
+		if b.invited.has(room, e.account.UserID()) {
+			accts = append(accts, e.account)
+		}
+	}
+	if len(accts) == 0 {
+		return
+	}
+	members, err := accts[0].JoinedMembers(ctx, room)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Stringer("room_id", room).Msg("failed to read who is left in an invited room")
+		return
+	}
+	for u := range members {
+		if !b.isManaged(u) {
+			return
+		}
+	}
+	zerolog.Ctx(ctx).Info().Stringer("room_id", room).Msg("nobody but hookroom is left in a room joined on an invite; leaving it")
+	for _, a := range accts {
+		if err := a.Leave(ctx, room); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Stringer("room_id", room).Stringer("account", a.UserID()).Msg("failed to leave an empty invited room")
+			continue
+		}
+		b.forgetInvitedRoom(ctx, room, a.UserID(), nil)
+	}
+}
+
 // routerIn reports whether the router is a member of room: every
 // configured room, and rooms it joined on an invite.
 func (b *Bot) routerIn(room id.RoomID) bool {

@@ -34,6 +34,25 @@
 // and the admin facade covers aliases, invites, joins, spaces, state and
 // member lists.
 //
+// # End-to-end encryption
+//
+// Every account is an encrypting device (mautrix's crypto, built pure Go
+// with -tags goolm). EnsureAccount loads or creates the device's keys in
+// the shared database, uploads them, and bootstraps cross-signing so the
+// owner vouches for the device; a device that was deleted on the
+// homeserver is replaced by a new one. Run feeds each sync response to the
+// account's olm machine (room state, to-device keys, device lists) before
+// building the batch, and decrypts timeline events in place, so the sink
+// sees plaintext. Events whose keys have not arrived stay m.room.encrypted;
+// [Manager.Decrypt] waits for their keys (and requests them). Sending
+// encrypts in encrypted rooms, reactions included ([Config.Encryption]
+// picks the devices that receive keys).
+//
+// # Media
+//
+// [Account.Download] fetches a message's file through the authenticated
+// media API, size-limited, decrypting encrypted attachments.
+//
 // Never log what [Account.Client] exposes (access tokens), nor
 // [Registration] secrets; matrixio itself logs neither.
 package matrixio
