@@ -16,6 +16,7 @@ import (
 	"github.com/hookroom/hookroom/enrich"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/tracking"
 )
 
 // Delivery pacing. A reply that is complete within placeholderDelay is
@@ -48,6 +49,8 @@ type turn struct {
 	reply   id.EventID // the placeholder or reply event, once sent
 	visible bool       // real text is visible in the room
 	edits   int
+	parts   int              // parts of the answer delivered (post)
+	earlier []tracking.Reply // parts 1, 2, … the last run posted (replays)
 }
 
 // scopeKey is the history scope of a message: its room and thread.
@@ -92,15 +95,25 @@ func (t *turn) run(parent context.Context) {
 	}
 
 	if t.replayed {
-		// The last run may have posted the reply (or its placeholder)
-		// already: the answer then edits it instead of posting a second one.
-		if prev, err := t.b.track.Delivery(ctx, t.ev.ID); err != nil {
+		// The last run may have posted the reply (or its placeholder, or
+		// some parts of a long reply) already: the answer then edits them
+		// instead of posting them a second time.
+		if prev, err := t.b.track.Replies(ctx, t.ev.ID); err != nil {
 			t.log.Warn().Err(err).Msg("failed to look up an earlier reply")
-		} else if prev != "" {
+		} else {
 			t.mu.Lock()
-			t.reply, t.visible = prev, true
+			for _, r := range prev {
+				if r.Part == 0 {
+					t.reply, t.visible = r.EventID, true
+				} else {
+					t.earlier = append(t.earlier, r)
+				}
+			}
+			reply := t.reply
 			t.mu.Unlock()
-			t.b.turnsByEvent.alias(prev, t.ev.ID)
+			if reply != "" {
+				t.b.turnsByEvent.alias(reply, t.ev.ID)
+			}
 		}
 	}
 	typingCtx, stopTyping := context.WithCancel(ctx)
@@ -159,9 +172,7 @@ func (t *turn) claim(ctx context.Context) bool {
 		t.markHandled(ctx)
 		return true
 	}
-	opts := t.sendOptions("claim")
-	opts.Extra = c.Claimed.Extra
-	evID, err := t.acct.SendText(ctx, t.env.RoomID, c.Claimed.Text, opts)
+	evID, err := t.post(ctx, c.Claimed.Text, "", "claim", c.Claimed.Extra)
 	if err != nil {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return true
@@ -281,6 +292,9 @@ func (t *turn) stream(ctx context.Context) {
 		t.mu.Lock()
 		text := t.text.String()
 		t.mu.Unlock()
+		// A reply too long for one event shows its first part while it
+		// streams; the rest follows in more messages at the end.
+		text, _ = matrixio.FirstPart(text, t.sendOptions(""), true)
 		if strings.TrimSpace(text) == "" || text == sent {
 			continue
 		}
@@ -323,15 +337,79 @@ func (t *turn) ensurePlaceholder(ctx context.Context) error {
 	t.reply = evID
 	t.mu.Unlock()
 	t.b.turnsByEvent.alias(evID, t.ev.ID)
-	t.recordDelivery(ctx, evID)
+	t.recordDelivery(ctx, 0, evID)
 	return nil
 }
 
-// recordDelivery remembers the turn's reply so a replay edits it.
-func (t *turn) recordDelivery(ctx context.Context, reply id.EventID) {
-	if err := t.b.track.RecordDelivery(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, reply); err != nil {
+// recordDelivery remembers part of the turn's reply, so a replay edits it
+// and a redaction of the message removes it.
+func (t *turn) recordDelivery(ctx context.Context, part int, reply id.EventID) {
+	r := tracking.Reply{Part: part, EventID: reply, Sender: t.acct.UserID()}
+	if err := t.b.track.RecordReply(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, r); err != nil {
 		t.log.Warn().Err(err).Msg("failed to record the reply")
 	}
+}
+
+// post delivers text as the turn's answer, with extra content fields on
+// every message: as an edit of reply when the turn posted one already
+// (stage "final"), else as a new message (stage). A text too long for one
+// event (matrixio.SplitText) goes on in more messages in the thread,
+// stages "<stage>-1", "<stage>-2", …; a replayed turn edits the parts the
+// last run recorded instead. Every message posted is recorded. It returns
+// the first message; on error, the parts delivered so far stay (t.parts
+// counts them).
+func (t *turn) post(ctx context.Context, text string, reply id.EventID, stage string, extra map[string]any) (id.EventID, error) {
+	opts := t.sendOptions(stage)
+	opts.Extra = extra
+	parts := matrixio.SplitText(text, opts, reply != "")
+	if len(parts) > 1 {
+		t.log.Info().Int("parts", len(parts)).Int("bytes", len(text)).Msg("reply too long for one message; sending it in parts")
+	}
+	first := reply
+	for i, part := range parts {
+		var err error
+		switch {
+		case i == 0 && reply != "":
+			opts.TxnKey = matrixio.TxnKey(t.ev.ID, "final")
+			_, err = t.acct.Edit(ctx, t.env.RoomID, reply, part, opts)
+		case t.earlierPart(i) != "":
+			opts.TxnKey = matrixio.TxnKey(t.ev.ID, fmt.Sprintf("final-%d", i))
+			_, err = t.acct.Edit(ctx, t.env.RoomID, t.earlierPart(i), part, opts)
+		default:
+			key := stage
+			if i > 0 {
+				key = fmt.Sprintf("%s-%d", stage, i)
+			}
+			opts.TxnKey = matrixio.TxnKey(t.ev.ID, key)
+			var evID id.EventID
+			if evID, err = t.acct.SendText(ctx, t.env.RoomID, part, opts); err == nil {
+				t.recordDelivery(ctx, i, evID)
+				if i == 0 {
+					first = evID
+				}
+			}
+		}
+		if err != nil {
+			return first, fmt.Errorf("failed to deliver part %d of %d: %w", i+1, len(parts), err)
+		}
+		t.mu.Lock()
+		t.parts = i + 1
+		t.mu.Unlock()
+	}
+	return first, nil
+}
+
+// earlierPart returns the message the last run posted as part i of the
+// reply (replayed turns only), or "".
+func (t *turn) earlierPart(i int) id.EventID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.earlier {
+		if r.Part == i {
+			return r.EventID
+		}
+	}
+	return ""
 }
 
 // sendOptions are the options of every message of the turn: in its thread,
@@ -401,21 +479,11 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	if strings.TrimSpace(text) == "" {
 		text = "(no answer)"
 	}
-	var (
-		evID id.EventID
-		kind = hooks.DeliverySent
-		err  error
-	)
+	kind := hooks.DeliverySent
 	if reply != "" {
 		kind = hooks.DeliveryEdited
-		_, err = t.acct.Edit(ctx, t.env.RoomID, reply, text, t.sendOptions("final"))
-		evID = reply
-	} else {
-		evID, err = t.acct.SendText(ctx, t.env.RoomID, text, t.sendOptions("reply"))
-		if err == nil {
-			t.recordDelivery(ctx, evID)
-		}
 	}
+	evID, err := t.post(ctx, text, reply, "reply", nil)
 	if err != nil {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return
@@ -452,7 +520,8 @@ func (t *turn) markHandled(ctx context.Context) error {
 	return t.b.track.MarkHandled(context.WithoutCancel(ctx), t.ev.ID)
 }
 
-// fail ends the turn with a short error in the thread and message:cancelled.
+// fail ends the turn with a short notice in the thread and
+// message:cancelled.
 func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 	ctx = context.WithoutCancel(ctx)
 	t.log.Warn().Err(err).Str("reason", string(reason)).Msg("turn failed")
@@ -463,24 +532,32 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 	case hooks.CancelModelError:
 		notice = "⚠️ Sorry, I could not answer: " + userError(err)
 	case hooks.CancelDeliveryError:
-		notice = ""
+		notice = "⚠️ Sorry, I could not deliver the answer."
 	default:
 		notice = "⚠️ Sorry, something went wrong while preparing the answer."
 	}
 	t.mu.Lock()
 	reply := t.reply
 	partial := t.text.String()
+	delivered := t.parts
 	t.mu.Unlock()
 	if notice != "" {
-		if reason == hooks.CancelledByUser && strings.TrimSpace(partial) != "" {
-			notice = partial + "\n\n" + notice
-		}
 		opts := t.sendOptions("failed")
+		// Parts of the answer already delivered stay; the notice follows
+		// them. Otherwise it replaces the placeholder, if there is one.
+		edit := reply != "" && delivered == 0
+		if reason == hooks.CancelledByUser && strings.TrimSpace(partial) != "" {
+			shown, _ := matrixio.FirstPart(partial, opts, edit)
+			notice = shown + "\n\n" + notice
+		}
 		var sendErr error
-		if reply != "" {
+		if edit {
 			_, sendErr = t.acct.Edit(ctx, t.env.RoomID, reply, notice, opts)
 		} else {
-			reply, sendErr = t.acct.SendText(ctx, t.env.RoomID, notice, opts)
+			var evID id.EventID
+			if evID, sendErr = t.acct.SendText(ctx, t.env.RoomID, notice, opts); reply == "" {
+				reply = evID
+			}
 		}
 		if sendErr != nil {
 			t.log.Warn().Err(sendErr).Msg("failed to tell the person about the failure")
