@@ -44,6 +44,8 @@ func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (
 		return b.handleMessage(ctx, ev, replayed)
 	case event.EventReaction:
 		b.handleReaction(ctx, ev)
+	case event.EventRedaction:
+		return b.handleRedaction(ctx, ev)
 	}
 	return false
 }
@@ -207,9 +209,11 @@ func (b *Bot) handleReaction(ctx context.Context, ev *event.Event) {
 	if rel == nil || rel.Type != event.RelAnnotation {
 		return
 	}
-	if rel.Key == stopKey && b.turnsByEvent.stop(rel.EventID) {
-		zerolog.Ctx(ctx).Info().Msg("turn stopped by a reaction")
-		return
+	if rel.Key == stopKey {
+		if _, ok := b.turnsByEvent.stop(rel.EventID, errStopped, true); ok {
+			zerolog.Ctx(ctx).Info().Msg("turn stopped by a reaction")
+			return
+		}
 	}
 	reg := b.live.Load()
 	if !reg.Has(hooks.ReactionReceived.Name()) {

@@ -67,6 +67,7 @@ func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope
 		scope: b.scopeKey(env), replayed: replayed,
 		log: zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
 	}
+	b.turnsByEvent.queue(ev.ID, t.scope)
 	b.turns.run(ctx, t.scope, func(ctx context.Context) { t.run(t.log.WithContext(ctx)) })
 }
 
@@ -77,8 +78,17 @@ func (t *turn) run(parent context.Context) {
 	defer cancel()
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	t.b.turnsByEvent.add(t.ev.ID, stop)
+	t.b.turnsByEvent.start(t.ev.ID, stop)
 	defer t.b.turnsByEvent.remove(t.ev.ID)
+	if ctx.Err() != nil {
+		// Stopped (🛑, a redaction) while it waited behind its thread's
+		// earlier turns: it ends before it began. (A shutdown leaves it
+		// unhandled, to run after the restart.)
+		if parent.Err() == nil {
+			t.fail(ctx, hooks.CancelInterrupted, context.Cause(ctx))
+		}
+		return
+	}
 
 	if done := t.claim(ctx); done {
 		return
@@ -133,24 +143,39 @@ func (t *turn) run(parent context.Context) {
 	stopTyping()
 	t.setTyping(context.WithoutCancel(ctx), false)
 
+	if runErr == nil {
+		runErr = context.Cause(ctx) // stopped just as the model finished
+	}
 	if runErr != nil {
-		switch {
-		case parent.Err() != nil:
+		if parent.Err() != nil {
 			// Shutting down: leave the message unhandled; it is answered
 			// after the restart (the deterministic transaction ids make
 			// the resend collapse).
 			return
-		case errors.Is(context.Cause(ctx), errStopped):
-			t.fail(ctx, hooks.CancelledByUser, errStopped)
-		default:
-			t.fail(ctx, hooks.CancelModelError, runErr)
 		}
+		t.fail(ctx, hooks.CancelModelError, runErr)
 		return
 	}
 	t.deliver(ctx, turnText, res)
 }
 
-var errStopped = errors.New("stopped with " + stopKey)
+var (
+	errStopped  = errors.New("stopped with " + stopKey)
+	errRedacted = errors.New("the message was redacted")
+)
+
+// stopCause reports why ctx was cancelled on purpose: a 🛑 reaction
+// (cancelled_by_user) or a redaction of the message (redacted). It returns
+// a nil error for any other end.
+func stopCause(ctx context.Context) (hooks.CancelReason, error) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errStopped):
+		return hooks.CancelledByUser, errStopped
+	case errors.Is(cause, errRedacted):
+		return hooks.CancelRedacted, errRedacted
+	}
+	return "", nil
+}
 
 // claim offers the message to message:claim hooks; it reports whether a
 // hook answered it (the turn is then over).
@@ -496,7 +521,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	}
 	// The turn is stored and its message marked handled in one
 	// transaction (the history's write lock first, then the database's).
-	newSession, err := t.b.history.AppendWith(context.WithoutCancel(ctx), t.scope, t.agent, func(ctx context.Context) error {
+	newSession, err := t.b.history.AppendTurn(context.WithoutCancel(ctx), t.scope, t.agent, t.ev.ID, func(ctx context.Context) error {
 		return t.b.track.MarkHandled(ctx, t.ev.ID)
 	}, msgs...)
 	if err != nil {
@@ -521,14 +546,23 @@ func (t *turn) markHandled(ctx context.Context) error {
 }
 
 // fail ends the turn with a short notice in the thread and
-// message:cancelled.
+// message:cancelled. A turn stopped on purpose (🛑, a redaction) ends with
+// that reason, whichever step noticed the stop and whatever reason it
+// passed. A redacted message gets no notice: its thread's queue then runs
+// forgetTurn, which also removes the placeholder.
 func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
+	level := zerolog.WarnLevel
+	if r, cause := stopCause(ctx); cause != nil {
+		reason, err, level = r, cause, zerolog.InfoLevel // a person's choice, not a fault
+	}
 	ctx = context.WithoutCancel(ctx)
-	t.log.Warn().Err(err).Str("reason", string(reason)).Msg("turn failed")
+	t.log.WithLevel(level).Err(err).Str("reason", string(reason)).Msg("turn failed")
 	var notice string
 	switch reason {
 	case hooks.CancelledByUser:
 		notice = stopKey + " Stopped."
+	case hooks.CancelRedacted:
+		notice = ""
 	case hooks.CancelModelError:
 		notice = "⚠️ Sorry, I could not answer: " + userError(err)
 	case hooks.CancelDeliveryError:
