@@ -15,7 +15,9 @@ import (
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/tracking"
 )
 
 // secret is what the person writes in the messages they then delete.
@@ -50,6 +52,26 @@ func (e *turnEnv) redact(evID id.EventID) id.EventID {
 		e.t.Fatalf("redact: %v", err)
 	}
 	return resp.EventID
+}
+
+// pendingIn returns the unhandled events in the database of a stopped bot.
+func pendingIn(t *testing.T, cfg *config.Config) []id.EventID {
+	t.Helper()
+	ctx := context.Background()
+	db, err := OpenDatabase(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	evs, err := tracking.New(db).Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []id.EventID
+	for _, ev := range evs {
+		out = append(out, ev.ID)
+	}
+	return out
 }
 
 // waitUntil polls cond until it holds or the deadline passes.
@@ -159,6 +181,59 @@ func TestRedactedBeforeTheTurn(t *testing.T) {
 		}
 		if e.inboxHolds(q2, "bank PIN") {
 			t.Error("the inbox still holds the redacted text")
+		}
+		e.waitUntil("the redaction is handled", func() bool { return !e.pending(red) && !e.pending(q2) })
+	})
+
+	t.Run("recorded, then replayed after a restart", func(t *testing.T) {
+		// The room's queue is held as above; the bot stops with the
+		// redacted message still unhandled in the inbox, and its next run
+		// replays it without the note the first run kept in memory.
+		entered, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		var seen bodies
+		gate := hooks.Handle(hooks.MessageReceived, "gate", func(ctx context.Context, c *hooks.MessageReceivedContext) error {
+			if c.Envelope.Body == "first" {
+				once.Do(func() { close(entered) })
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		})
+		e := newTurnEnv(t, []string{"helper"}, "", gate, seen.hook())
+		e.llm.Script(llmtest.Text("answer one"), llmtest.Text("answer three"))
+		q1 := e.say("first", "")
+		select {
+		case <-entered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the first message never reached message:received")
+		}
+		q2 := e.say("second: "+secret, "")
+		red := e.redact(q2)
+		e.waitUntil("the redaction is recorded", func() bool { return e.pending(red) })
+		e.bot.stop(t)
+		if left := pendingIn(t, e.config(e.cfg)); !slices.Contains(left, q2) || !slices.Contains(left, red) {
+			t.Fatalf("unhandled after the stop: %v, want the redacted message and its redaction", left)
+		}
+		close(release)
+		e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
+		if got := e.waitTerminal(1); !slices.Equal(got, []string{"after:answer one"}) {
+			t.Fatalf("terminal %v", got)
+		}
+		e.say("third", "")
+		if got := e.waitTerminal(2); !slices.Equal(got, []string{"after:answer one", "after:answer three"}) {
+			t.Fatalf("terminal %v, want the first and third answered and nothing for the second", got)
+		}
+		if got := seen.list(); slices.Contains(got, "second: "+secret) || !slices.Contains(got, "third") {
+			t.Errorf("message:received saw %q, want the redacted message skipped", got)
+		}
+		if n := e.llm.Count(); n != 2 || e.modelSaw(secret) {
+			t.Errorf("%d model calls (saw the redacted text: %v), want 2 without it", n, e.modelSaw(secret))
+		}
+		if len(e.history(q1)) != 2 || len(e.history(q2)) != 0 {
+			t.Errorf("histories: first %d messages, redacted %d; want 2 and 0", len(e.history(q1)), len(e.history(q2)))
 		}
 		e.waitUntil("the redaction is handled", func() bool { return !e.pending(red) && !e.pending(q2) })
 	})
