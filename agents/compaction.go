@@ -102,9 +102,13 @@ type CompactResult struct {
 // deleted by someone else meanwhile, Compact returns ErrHistoryChanged and
 // stores nothing. Call it after storing a turn, off the reply's path.
 func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResult, error) {
-	msgs, seqs, err := h.load(ctx, req.Scope)
+	stored, err := h.load(ctx, req.Scope)
 	if err != nil {
 		return nil, fmt.Errorf("failed to compact history of %s: failed to load it: %w", req.Scope, err)
+	}
+	msgs := make([]Message, len(stored))
+	for i := range stored {
+		msgs[i] = stored[i].msg
 	}
 	res := &CompactResult{TokensBefore: EstimateTokens(msgs...)}
 	if len(msgs) == 0 || res.TokensBefore <= req.Budget {
@@ -134,20 +138,26 @@ func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResu
 		return nil, fmt.Errorf("failed to compact history of %s: %w", req.Scope, err)
 	}
 
-	compacted := kept
+	// The kept messages keep their source events, so Forget still finds
+	// them; the summary has none.
+	compacted := stored[cut:]
 	if req.Summarizer != nil {
 		summary, err := summarize(ctx, req.Summarizer, dropped, req.SummaryMaxTokens)
 		if err != nil {
 			return nil, fmt.Errorf("failed to compact history of %s: failed to summarize %d messages: %w", req.Scope, len(dropped), err)
 		}
 		res.Summary, res.Summarized = summary, true
-		compacted = append([]Message{{Role: RoleSystem, Content: SummaryHeader + summary}}, kept...)
+		compacted = append([]storedMessage{{msg: Message{Role: RoleSystem, Content: SummaryHeader + summary}}}, compacted...)
 	}
-	if err := h.replace(ctx, req.Scope, sess.ID, seqs, compacted); err != nil {
+	if err := h.replace(ctx, req.Scope, sess.ID, stored, compacted); err != nil {
 		return nil, fmt.Errorf("failed to compact history of %s: %w", req.Scope, err)
 	}
 	res.Compacted = true
-	res.TokensAfter = EstimateTokens(compacted...)
+	after := make([]Message, len(compacted))
+	for i := range compacted {
+		after[i] = compacted[i].msg
+	}
+	res.TokensAfter = EstimateTokens(after...)
 	res.Dropped, res.Kept = len(dropped), len(kept)
 
 	hc = &hooks.CompactionContext{
@@ -195,17 +205,18 @@ func cutPoint(msgs []Message, keep int) int {
 	return cut
 }
 
-// replace stores compacted in place of the messages numbered seqs, if
-// they are still what the scope holds up to the last of them.
-func (h *History) replace(ctx context.Context, scope, sessionID string, seqs []int64, compacted []Message) error {
+// replace stores compacted in place of the messages old, if they are
+// still what the scope holds up to the last of them.
+func (h *History) replace(ctx context.Context, scope, sessionID string, old, compacted []storedMessage) error {
 	rows := make([]storedRow, len(compacted))
 	for i := range compacted {
 		var err error
-		if rows[i], err = encodeMessage(&compacted[i]); err != nil {
+		if rows[i], err = encodeMessage(&compacted[i].msg); err != nil {
 			return err
 		}
+		rows[i].source = compacted[i].source
 	}
-	last := seqs[len(seqs)-1]
+	first, last := old[0].seq, old[len(old)-1].seq
 	defer h.lockWrites()()
 	return h.db.DoTxn(ctx, nil, func(ctx context.Context) error {
 		var current string
@@ -215,14 +226,14 @@ func (h *History) replace(ctx context.Context, scope, sessionID string, seqs []i
 		if err != nil || current != sessionID {
 			return fmt.Errorf("%w: the session was deleted or replaced", ErrHistoryChanged)
 		}
-		var count, first int64
+		var count, lowest int64
 		err = h.db.QueryRow(ctx, `
 			SELECT COUNT(*), COALESCE(MIN(seq), 0) FROM agents_message WHERE scope_key = $1 AND seq <= $2`,
-			scope, last).Scan(&count, &first)
+			scope, last).Scan(&count, &lowest)
 		if err != nil {
 			return fmt.Errorf("failed to check history: %w", err)
 		}
-		if count != int64(len(seqs)) || first != seqs[0] {
+		if count != int64(len(old)) || lowest != first {
 			return fmt.Errorf("%w: it was compacted by someone else", ErrHistoryChanged)
 		}
 		if _, err := h.db.Exec(ctx, `DELETE FROM agents_message WHERE scope_key = $1 AND seq <= $2`, scope, last); err != nil {

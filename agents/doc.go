@@ -43,5 +43,7 @@
 // a conversation sends the model the same bytes as the first time. When the
 // estimated size (EstimateTokens) passes the budget, Compact replaces the
 // oldest turns with a summary written by a model, or drops them when there is
-// no summary model; a tool call and its results are never separated.
+// no summary model; a tool call and its results are never separated. A turn
+// stored with AppendTurn remembers the Matrix event it answered, so Forget
+// can take it out again when that event is redacted.
 package agents

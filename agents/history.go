@@ -92,6 +92,14 @@ func (h *History) Append(ctx context.Context, scope string, agent hooks.AgentNam
 // (e.g. marking the inbound event handled) commits or rolls back with the
 // turn. also must use the ctx it is given.
 func (h *History) AppendWith(ctx context.Context, scope string, agent hooks.AgentName, also func(ctx context.Context) error, msgs ...Message) (newSession bool, err error) {
+	return h.AppendTurn(ctx, scope, agent, "", also, msgs...)
+}
+
+// AppendTurn is AppendWith for the messages of the turn that answered
+// source (a Matrix event id; "" for none): they are stored with it, so
+// that Forget(source) removes them again, also after compaction kept them.
+// The bot calls it when a turn ends with a delivered reply.
+func (h *History) AppendTurn(ctx context.Context, scope string, agent hooks.AgentName, source id.EventID, also func(ctx context.Context) error, msgs ...Message) (newSession bool, err error) {
 	if len(msgs) == 0 && also == nil {
 		return false, nil
 	}
@@ -100,6 +108,7 @@ func (h *History) AppendWith(ctx context.Context, scope string, agent hooks.Agen
 		if rows[i], err = encodeMessage(&msgs[i]); err != nil {
 			return false, fmt.Errorf("failed to append to history of %s: %w", scope, err)
 		}
+		rows[i].source = string(source)
 	}
 	defer h.lockWrites()()
 	now := h.now().UnixMilli()
@@ -144,9 +153,9 @@ func (h *History) AppendWith(ctx context.Context, scope string, agent hooks.Agen
 func (h *History) insertRows(ctx context.Context, scope string, firstSeq int64, rows []storedRow) error {
 	for i, r := range rows {
 		_, err := h.db.Exec(ctx, `
-			INSERT INTO agents_message (scope_key, seq, role, content, name, tool_call_id, tool_calls)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			scope, firstSeq+int64(i), r.role, r.content, r.name, r.toolCallID, r.toolCalls)
+			INSERT INTO agents_message (scope_key, seq, role, content, name, tool_call_id, tool_calls, source_event_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			scope, firstSeq+int64(i), r.role, r.content, r.name, r.toolCallID, r.toolCalls, r.source)
 		if err != nil {
 			return fmt.Errorf("failed to store message %d: %w", i+1, err)
 		}
@@ -156,41 +165,71 @@ func (h *History) insertRows(ctx context.Context, scope string, firstSeq int64, 
 
 // Load returns scope's history in order; an unknown scope has none.
 func (h *History) Load(ctx context.Context, scope string) ([]Message, error) {
-	msgs, _, err := h.load(ctx, scope)
+	stored, err := h.load(ctx, scope)
 	if err != nil {
 		return nil, fmt.Errorf("failed to load history of %s: %w", scope, err)
+	}
+	msgs := make([]Message, len(stored))
+	for i := range stored {
+		msgs[i] = stored[i].msg
 	}
 	return msgs, nil
 }
 
-func (h *History) load(ctx context.Context, scope string) ([]Message, []int64, error) {
+// storedMessage is a message as load returns it: with its number and the
+// event whose turn stored it.
+type storedMessage struct {
+	msg    Message
+	seq    int64
+	source string
+}
+
+func (h *History) load(ctx context.Context, scope string) ([]storedMessage, error) {
 	rows, err := h.db.Query(ctx, `
-		SELECT seq, role, content, name, tool_call_id, tool_calls
+		SELECT seq, role, content, name, tool_call_id, tool_calls, source_event_id
 		FROM agents_message WHERE scope_key = $1 ORDER BY seq`, scope)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
-	var (
-		msgs []Message
-		seqs []int64
-	)
+	var out []storedMessage
 	for rows.Next() {
 		var (
 			seq int64
 			r   storedRow
 		)
-		if err := rows.Scan(&seq, &r.role, &r.content, &r.name, &r.toolCallID, &r.toolCalls); err != nil {
-			return nil, nil, err
+		if err := rows.Scan(&seq, &r.role, &r.content, &r.name, &r.toolCallID, &r.toolCalls, &r.source); err != nil {
+			return nil, err
 		}
 		m, err := r.decode()
 		if err != nil {
-			return nil, nil, fmt.Errorf("message %d: %w", seq, err)
+			return nil, fmt.Errorf("message %d: %w", seq, err)
 		}
-		msgs = append(msgs, m)
-		seqs = append(seqs, seq)
+		out = append(out, storedMessage{msg: m, seq: seq, source: r.source})
 	}
-	return msgs, seqs, rows.Err()
+	return out, rows.Err()
+}
+
+// Forget removes every message stored for source (AppendTurn) from every
+// scope and reports how many it removed: the person's turn, the tool calls
+// and results and the answer, as the model would otherwise see them again.
+// Sessions stay, even when empty. A summary that compaction already wrote
+// is not touched (it has no source). The bot calls it when the source
+// event is redacted, after the source's turn ended.
+func (h *History) Forget(ctx context.Context, source id.EventID) (int64, error) {
+	if source == "" {
+		return 0, nil
+	}
+	defer h.lockWrites()()
+	res, err := h.db.Exec(ctx, `DELETE FROM agents_message WHERE source_event_id = $1`, string(source))
+	if err != nil {
+		return 0, fmt.Errorf("failed to forget the turn of %s: %w", source, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("failed to forget the turn of %s: %w", source, err)
+	}
+	return n, nil
 }
 
 // Session returns the session of scope, or ErrNoSession.
@@ -232,13 +271,15 @@ func (h *History) Delete(ctx context.Context, scope string) error {
 }
 
 // storedRow is a message as stored: content as bytes (exact on both
-// databases), tool calls as JSON ("" for none).
+// databases), tool calls as JSON ("" for none), the source event id ("" for
+// none).
 type storedRow struct {
 	role       string
 	content    []byte
 	name       string
 	toolCallID string
 	toolCalls  string
+	source     string
 }
 
 func encodeMessage(m *Message) (storedRow, error) {

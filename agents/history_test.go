@@ -196,7 +196,7 @@ func TestHistoryReopen(t *testing.T) {
 		t.Fatalf("Append after reopen = %v, %v", n, err)
 	}
 	var version int
-	if err := db.QueryRow(ctx, "SELECT version FROM agents_version").Scan(&version); err != nil || version != 1 {
+	if err := db.QueryRow(ctx, "SELECT version FROM agents_version").Scan(&version); err != nil || version != 2 {
 		t.Errorf("agents_version = %d, %v", version, err)
 	}
 }

@@ -109,13 +109,19 @@ func mustRegistry(t *testing.T, b *Bot, plugins ...hooks.Plugin) *hooks.Registry
 	return reg
 }
 
-// A malformed message is logged and skipped; the server keeps answering,
-// and commands answer without a model call.
+// Malformed messages (a msgtype or body that is not a string) are logged
+// and skipped; the server keeps answering, and commands answer without a
+// model call.
 func TestMalformedMessageAndHelp(t *testing.T) {
 	e := newTurnEnv(t, []string{"helper"}, "")
-	bad := map[string]any{"msgtype": 5, "body": map[string]any{"not": "text"}}
-	if _, err := e.person.Client.SendMessageEvent(context.Background(), e.room, event.EventMessage, bad); err != nil {
-		t.Fatal(err)
+	for _, bad := range []map[string]any{
+		{"msgtype": 5, "body": map[string]any{"not": "text"}},
+		{"msgtype": "m.text", "body": 42},
+		{"msgtype": "m.text", "body": map[string]any{"not": "text"}},
+	} {
+		if _, err := e.person.Client.SendMessageEvent(context.Background(), e.room, event.EventMessage, bad); err != nil {
+			t.Fatal(err)
+		}
 	}
 	help := e.say("!help", "")
 	e.llm.Script(llmtest.Text("still here"))
@@ -124,7 +130,7 @@ func TestMalformedMessageAndHelp(t *testing.T) {
 		t.Fatalf("terminal %v", got)
 	}
 	if n := e.llm.Count(); n != 1 {
-		t.Errorf("%d model calls, want 1 (none for the malformed message or the command)", n)
+		t.Errorf("%d model calls, want 1 (none for the malformed messages or the command)", n)
 	}
 	text, _, ev := e.visibleText(e.waitForRouterReply(help))
 	if ev.Sender != e.userID("router") || !strings.Contains(text, "Commands:") {

@@ -47,6 +47,8 @@ func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (
 		return b.handleMessage(ctx, ev, replayed)
 	case event.EventReaction:
 		b.handleReaction(ctx, ev)
+	case event.EventRedaction:
+		return b.handleRedaction(ctx, ev)
 	}
 	return false
 }
@@ -105,8 +107,10 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 		return false
 	}
 	msg := ev.Content.AsMessage()
-	if msg == nil || msg.MsgType == "" {
-		log.Warn().Msg("ignoring a message event whose content could not be parsed")
+	if problem := malformedMessage(ev, msg); problem != "" {
+		// Debug only: anyone in the room can send these, as often as they
+		// like.
+		log.Debug().Str("problem", problem).Msg("ignoring a malformed message")
 		return false
 	}
 	if msg.RelatesTo != nil && msg.RelatesTo.Type == event.RelReplace {
@@ -153,6 +157,26 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 	return true
 }
 
+// malformedMessage says what makes a message event's content unusable, or
+// "" when nothing does. Its msgtype and body must be strings: mautrix parses
+// content like {"msgtype": "m.text", "body": 42} field by field, fails on
+// the body, keeps the rest and leaves the body empty, so the parsed content
+// alone would look like an empty message.
+func malformedMessage(ev *event.Event, msg *event.MessageEventContent) string {
+	if raw := ev.Content.Raw; raw != nil {
+		if _, ok := raw["msgtype"].(string); !ok {
+			return "msgtype is not a string"
+		}
+		if _, ok := raw["body"].(string); !ok {
+			return "body is not a string"
+		}
+	}
+	if msg == nil || msg.MsgType == "" {
+		return "no msgtype"
+	}
+	return ""
+}
+
 // envelope describes a person's message for hooks. The files of the
 // message are remembered for the Attachments host service.
 func (b *Bot) envelope(ev *event.Event, msg *event.MessageEventContent) hooks.Envelope {
@@ -194,9 +218,11 @@ func (b *Bot) handleReaction(ctx context.Context, ev *event.Event) {
 	if rel == nil || rel.Type != event.RelAnnotation {
 		return
 	}
-	if rel.Key == stopKey && b.turnsByEvent.stop(rel.EventID) {
-		zerolog.Ctx(ctx).Info().Msg("turn stopped by a reaction")
-		return
+	if rel.Key == stopKey {
+		if _, ok := b.turnsByEvent.stop(rel.EventID, errStopped, true); ok {
+			zerolog.Ctx(ctx).Info().Msg("turn stopped by a reaction")
+			return
+		}
 	}
 	reg := b.live.Load()
 	if !reg.Has(hooks.ReactionReceived.Name()) {

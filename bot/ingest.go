@@ -10,6 +10,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/tracking"
 )
 
 // handleSync is every account's EventSink. It runs before the sync token
@@ -43,6 +44,13 @@ func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.Syn
 			fresh, err := b.track.RecordBatch(ctx, acct, sinceOwnInvite(room.Timeline, acct))
 			if err != nil {
 				return fmt.Errorf("failed to record events of %s: %w", room.RoomID, err)
+			}
+			// A message redacted before the dispatcher reached it is
+			// skipped (the inbox has blanked it already).
+			for _, ev := range fresh {
+				if target := tracking.RedactionTarget(ev); target != "" {
+					b.dispatch.redacted(target)
+				}
 			}
 			for _, ev := range fresh {
 				if b.opts.AfterRecord != nil {
@@ -105,6 +113,7 @@ func (b *Bot) markReady(ctx context.Context, e entity) {
 // dispatcher hands inbox events to the pipeline: one ordered queue per
 // room, rooms in parallel. An event is marked handled when its handling
 // ends, so events still queued at a crash are replayed on the next start.
+// An event redacted before its turn in the queue came is skipped.
 type dispatcher struct {
 	b        *Bot
 	ctx      context.Context
@@ -112,11 +121,46 @@ type dispatcher struct {
 	mu       sync.Mutex
 	queues   map[id.RoomID]chan *event.Event
 	replayed map[id.EventID]struct{}
-	wg       sync.WaitGroup
+	// redactedIDs are events whose redaction was recorded and is not
+	// handled yet: if they are still queued, they are skipped.
+	redactedIDs map[id.EventID]struct{}
+	wg          sync.WaitGroup
 }
 
 func newDispatcher(b *Bot) *dispatcher {
-	return &dispatcher{b: b, queues: map[id.RoomID]chan *event.Event{}}
+	return &dispatcher{b: b, queues: map[id.RoomID]chan *event.Event{}, redactedIDs: map[id.EventID]struct{}{}}
+}
+
+// redacted notes that target was redacted. handleSync calls it before it
+// queues the batch holding the redaction, so target, if it is still
+// queued, is skipped.
+func (d *dispatcher) redacted(target id.EventID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.redactedIDs[target] = struct{}{}
+}
+
+// redactionHandled forgets the note on target: its redaction is being
+// handled, so target came through the queue already (it is earlier in the
+// room's timeline), skipped or not.
+func (d *dispatcher) redactionHandled(target id.EventID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.redactedIDs, target)
+}
+
+// skip reports whether ev was redacted before it was handled: redacted in
+// the inbox (a replay) or on the homeserver before a sync delivered it, or
+// noted by handleSync.
+func (d *dispatcher) skip(ev *event.Event) bool {
+	if ev.Unsigned.RedactedBecause != nil {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.redactedIDs[ev.ID]
+	delete(d.redactedIDs, ev.ID)
+	return ok
 }
 
 // replay queues every event that was recorded but not handled before the
@@ -181,6 +225,10 @@ func (d *dispatcher) handle(ev *event.Event) {
 				log.Error().Any("panic", r).Msg("handling an event panicked; it is marked handled so it is not replayed forever")
 			}
 		}()
+		if d.skip(ev) {
+			log.Debug().Msg("skipping an event that was redacted before it was handled")
+			return
+		}
 		async = d.b.handleEvent(ctx, ev, d.replaying(ev.ID))
 	}()
 	if async {

@@ -16,6 +16,7 @@ import (
 	"github.com/hookroom/hookroom/enrich"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/tracking"
 )
 
 // Delivery pacing. A reply that is complete within placeholderDelay is
@@ -48,6 +49,8 @@ type turn struct {
 	reply   id.EventID // the placeholder or reply event, once sent
 	visible bool       // real text is visible in the room
 	edits   int
+	parts   int              // parts of the answer delivered (post)
+	earlier []tracking.Reply // parts 1, 2, … the last run posted (replays)
 }
 
 // scopeKey is the history scope of a message: its room and thread.
@@ -64,6 +67,7 @@ func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope
 		scope: b.scopeKey(env), replayed: replayed,
 		log: zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
 	}
+	b.turnsByEvent.queue(ev.ID, t.scope)
 	b.turns.run(ctx, t.scope, func(ctx context.Context) { t.run(t.log.WithContext(ctx)) })
 }
 
@@ -74,8 +78,17 @@ func (t *turn) run(parent context.Context) {
 	defer cancel()
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	t.b.turnsByEvent.add(t.ev.ID, stop)
+	t.b.turnsByEvent.start(t.ev.ID, stop)
 	defer t.b.turnsByEvent.remove(t.ev.ID)
+	if ctx.Err() != nil {
+		// Stopped (🛑, a redaction) while it waited behind its thread's
+		// earlier turns: it ends before it began. (A shutdown leaves it
+		// unhandled, to run after the restart.)
+		if parent.Err() == nil {
+			t.fail(ctx, hooks.CancelInterrupted, context.Cause(ctx))
+		}
+		return
+	}
 
 	if done := t.claim(ctx); done {
 		return
@@ -94,15 +107,25 @@ func (t *turn) run(parent context.Context) {
 	t.tellAttachments(ctx, att.notices)
 
 	if t.replayed {
-		// The last run may have posted the reply (or its placeholder)
-		// already: the answer then edits it instead of posting a second one.
-		if prev, err := t.b.track.Delivery(ctx, t.ev.ID); err != nil {
+		// The last run may have posted the reply (or its placeholder, or
+		// some parts of a long reply) already: the answer then edits them
+		// instead of posting them a second time.
+		if prev, err := t.b.track.Replies(ctx, t.ev.ID); err != nil {
 			t.log.Warn().Err(err).Msg("failed to look up an earlier reply")
-		} else if prev != "" {
+		} else {
 			t.mu.Lock()
-			t.reply, t.visible = prev, true
+			for _, r := range prev {
+				if r.Part == 0 {
+					t.reply, t.visible = r.EventID, true
+				} else {
+					t.earlier = append(t.earlier, r)
+				}
+			}
+			reply := t.reply
 			t.mu.Unlock()
-			t.b.turnsByEvent.alias(prev, t.ev.ID)
+			if reply != "" {
+				t.b.turnsByEvent.alias(reply, t.ev.ID)
+			}
 		}
 	}
 	typingCtx, stopTyping := context.WithCancel(ctx)
@@ -122,24 +145,39 @@ func (t *turn) run(parent context.Context) {
 	stopTyping()
 	t.setTyping(context.WithoutCancel(ctx), false)
 
+	if runErr == nil {
+		runErr = context.Cause(ctx) // stopped just as the model finished
+	}
 	if runErr != nil {
-		switch {
-		case parent.Err() != nil:
+		if parent.Err() != nil {
 			// Shutting down: leave the message unhandled; it is answered
 			// after the restart (the deterministic transaction ids make
 			// the resend collapse).
 			return
-		case errors.Is(context.Cause(ctx), errStopped):
-			t.fail(ctx, hooks.CancelledByUser, errStopped)
-		default:
-			t.fail(ctx, hooks.CancelModelError, runErr)
 		}
+		t.fail(ctx, hooks.CancelModelError, runErr)
 		return
 	}
 	t.deliver(ctx, turnText, res)
 }
 
-var errStopped = errors.New("stopped with " + stopKey)
+var (
+	errStopped  = errors.New("stopped with " + stopKey)
+	errRedacted = errors.New("the message was redacted")
+)
+
+// stopCause reports why ctx was cancelled on purpose: a 🛑 reaction
+// (cancelled_by_user) or a redaction of the message (redacted). It returns
+// a nil error for any other end.
+func stopCause(ctx context.Context) (hooks.CancelReason, error) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errStopped):
+		return hooks.CancelledByUser, errStopped
+	case errors.Is(cause, errRedacted):
+		return hooks.CancelRedacted, errRedacted
+	}
+	return "", nil
+}
 
 // claim offers the message to message:claim hooks; it reports whether a
 // hook answered it (the turn is then over).
@@ -161,9 +199,7 @@ func (t *turn) claim(ctx context.Context) bool {
 		t.markHandled(ctx)
 		return true
 	}
-	opts := t.sendOptions("claim")
-	opts.Extra = c.Claimed.Extra
-	evID, err := t.acct.SendText(ctx, t.env.RoomID, c.Claimed.Text, opts)
+	evID, err := t.post(ctx, c.Claimed.Text, "", "claim", c.Claimed.Extra)
 	if err != nil {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return true
@@ -302,6 +338,9 @@ func (t *turn) stream(ctx context.Context) {
 		t.mu.Lock()
 		text := t.text.String()
 		t.mu.Unlock()
+		// A reply too long for one event shows its first part while it
+		// streams; the rest follows in more messages at the end.
+		text, _ = matrixio.FirstPart(text, t.sendOptions(""), true)
 		if strings.TrimSpace(text) == "" || text == sent {
 			continue
 		}
@@ -344,15 +383,79 @@ func (t *turn) ensurePlaceholder(ctx context.Context) error {
 	t.reply = evID
 	t.mu.Unlock()
 	t.b.turnsByEvent.alias(evID, t.ev.ID)
-	t.recordDelivery(ctx, evID)
+	t.recordDelivery(ctx, 0, evID)
 	return nil
 }
 
-// recordDelivery remembers the turn's reply so a replay edits it.
-func (t *turn) recordDelivery(ctx context.Context, reply id.EventID) {
-	if err := t.b.track.RecordDelivery(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, reply); err != nil {
+// recordDelivery remembers part of the turn's reply, so a replay edits it
+// and a redaction of the message removes it.
+func (t *turn) recordDelivery(ctx context.Context, part int, reply id.EventID) {
+	r := tracking.Reply{Part: part, EventID: reply, Sender: t.acct.UserID()}
+	if err := t.b.track.RecordReply(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, r); err != nil {
 		t.log.Warn().Err(err).Msg("failed to record the reply")
 	}
+}
+
+// post delivers text as the turn's answer, with extra content fields on
+// every message: as an edit of reply when the turn posted one already
+// (stage "final"), else as a new message (stage). A text too long for one
+// event (matrixio.SplitText) goes on in more messages in the thread,
+// stages "<stage>-1", "<stage>-2", …; a replayed turn edits the parts the
+// last run recorded instead. Every message posted is recorded. It returns
+// the first message; on error, the parts delivered so far stay (t.parts
+// counts them).
+func (t *turn) post(ctx context.Context, text string, reply id.EventID, stage string, extra map[string]any) (id.EventID, error) {
+	opts := t.sendOptions(stage)
+	opts.Extra = extra
+	parts := matrixio.SplitText(text, opts, reply != "")
+	if len(parts) > 1 {
+		t.log.Info().Int("parts", len(parts)).Int("bytes", len(text)).Msg("reply too long for one message; sending it in parts")
+	}
+	first := reply
+	for i, part := range parts {
+		var err error
+		switch {
+		case i == 0 && reply != "":
+			opts.TxnKey = matrixio.TxnKey(t.ev.ID, "final")
+			_, err = t.acct.Edit(ctx, t.env.RoomID, reply, part, opts)
+		case t.earlierPart(i) != "":
+			opts.TxnKey = matrixio.TxnKey(t.ev.ID, fmt.Sprintf("final-%d", i))
+			_, err = t.acct.Edit(ctx, t.env.RoomID, t.earlierPart(i), part, opts)
+		default:
+			key := stage
+			if i > 0 {
+				key = fmt.Sprintf("%s-%d", stage, i)
+			}
+			opts.TxnKey = matrixio.TxnKey(t.ev.ID, key)
+			var evID id.EventID
+			if evID, err = t.acct.SendText(ctx, t.env.RoomID, part, opts); err == nil {
+				t.recordDelivery(ctx, i, evID)
+				if i == 0 {
+					first = evID
+				}
+			}
+		}
+		if err != nil {
+			return first, fmt.Errorf("failed to deliver part %d of %d: %w", i+1, len(parts), err)
+		}
+		t.mu.Lock()
+		t.parts = i + 1
+		t.mu.Unlock()
+	}
+	return first, nil
+}
+
+// earlierPart returns the message the last run posted as part i of the
+// reply (replayed turns only), or "".
+func (t *turn) earlierPart(i int) id.EventID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.earlier {
+		if r.Part == i {
+			return r.EventID
+		}
+	}
+	return ""
 }
 
 // sendOptions are the options of every message of the turn: in its thread,
@@ -422,21 +525,11 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	if strings.TrimSpace(text) == "" {
 		text = "(no answer)"
 	}
-	var (
-		evID id.EventID
-		kind = hooks.DeliverySent
-		err  error
-	)
+	kind := hooks.DeliverySent
 	if reply != "" {
 		kind = hooks.DeliveryEdited
-		_, err = t.acct.Edit(ctx, t.env.RoomID, reply, text, t.sendOptions("final"))
-		evID = reply
-	} else {
-		evID, err = t.acct.SendText(ctx, t.env.RoomID, text, t.sendOptions("reply"))
-		if err == nil {
-			t.recordDelivery(ctx, evID)
-		}
 	}
+	evID, err := t.post(ctx, text, reply, "reply", nil)
 	if err != nil {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return
@@ -455,7 +548,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	}
 	// The turn is stored and its message marked handled in one
 	// transaction (the history's write lock first, then the database's).
-	newSession, err := t.b.history.AppendWith(context.WithoutCancel(ctx), t.scope, t.agent, func(ctx context.Context) error {
+	newSession, err := t.b.history.AppendTurn(context.WithoutCancel(ctx), t.scope, t.agent, t.ev.ID, func(ctx context.Context) error {
 		return t.b.track.MarkHandled(ctx, t.ev.ID)
 	}, msgs...)
 	if err != nil {
@@ -479,35 +572,53 @@ func (t *turn) markHandled(ctx context.Context) error {
 	return t.b.track.MarkHandled(context.WithoutCancel(ctx), t.ev.ID)
 }
 
-// fail ends the turn with a short error in the thread and message:cancelled.
+// fail ends the turn with a short notice in the thread and
+// message:cancelled. A turn stopped on purpose (🛑, a redaction) ends with
+// that reason, whichever step noticed the stop and whatever reason it
+// passed. A redacted message gets no notice: its thread's queue then runs
+// forgetTurn, which also removes the placeholder.
 func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
+	level := zerolog.WarnLevel
+	if r, cause := stopCause(ctx); cause != nil {
+		reason, err, level = r, cause, zerolog.InfoLevel // a person's choice, not a fault
+	}
 	ctx = context.WithoutCancel(ctx)
-	t.log.Warn().Err(err).Str("reason", string(reason)).Msg("turn failed")
+	t.log.WithLevel(level).Err(err).Str("reason", string(reason)).Msg("turn failed")
 	var notice string
 	switch reason {
 	case hooks.CancelledByUser:
 		notice = stopKey + " Stopped."
+	case hooks.CancelRedacted:
+		notice = ""
 	case hooks.CancelModelError:
 		notice = "⚠️ Sorry, I could not answer: " + userError(err)
 	case hooks.CancelDeliveryError:
-		notice = ""
+		notice = "⚠️ Sorry, I could not deliver the answer."
 	default:
 		notice = "⚠️ Sorry, something went wrong while preparing the answer."
 	}
 	t.mu.Lock()
 	reply := t.reply
 	partial := t.text.String()
+	delivered := t.parts
 	t.mu.Unlock()
 	if notice != "" {
-		if reason == hooks.CancelledByUser && strings.TrimSpace(partial) != "" {
-			notice = partial + "\n\n" + notice
-		}
 		opts := t.sendOptions("failed")
+		// Parts of the answer already delivered stay; the notice follows
+		// them. Otherwise it replaces the placeholder, if there is one.
+		edit := reply != "" && delivered == 0
+		if reason == hooks.CancelledByUser && strings.TrimSpace(partial) != "" {
+			shown, _ := matrixio.FirstPart(partial, opts, edit)
+			notice = shown + "\n\n" + notice
+		}
 		var sendErr error
-		if reply != "" {
+		if edit {
 			_, sendErr = t.acct.Edit(ctx, t.env.RoomID, reply, notice, opts)
 		} else {
-			reply, sendErr = t.acct.SendText(ctx, t.env.RoomID, notice, opts)
+			var evID id.EventID
+			if evID, sendErr = t.acct.SendText(ctx, t.env.RoomID, notice, opts); reply == "" {
+				reply = evID
+			}
 		}
 		if sendErr != nil {
 			t.log.Warn().Err(sendErr).Msg("failed to tell the person about the failure")

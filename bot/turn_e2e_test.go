@@ -33,6 +33,7 @@ type turnEnv struct {
 	cfg    string // config body
 	rec    *events
 	bot    *running
+	opts   Options // what bot was started with
 	// terminal records message:after_response and message:cancelled.
 	mu       sync.Mutex
 	terminal []string
@@ -91,13 +92,14 @@ authorization:
 		}),
 	}, extra...)
 	cfg := e.config(e.cfg)
-	e.bot = e.start(cfg, e.rec, Options{
+	e.opts = Options{
 		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
 		Registry: func(s hooks.Services) (*hooks.Registry, error) {
 			rp := e.rec.plugin()
 			return hooks.NewRegistry([]hooks.Plugin{rp, {Name: "test", Hooks: hs}}, hooks.Options{Services: s})
 		},
-	})
+	}
+	e.bot = e.start(cfg, e.rec, e.opts)
 	return e
 }
 

@@ -54,22 +54,51 @@ func (q *turnQueues) drain(ctx context.Context, scope string) {
 
 func (q *turnQueues) wait() { q.wg.Wait() }
 
-// turnIndex finds the turn in progress for a message or its reply, so a
-// 🛑 reaction on either stops it.
+// turnIndex finds the turn of a message, queued behind other turns of its
+// thread or running, by the message's event id or (running) its reply's,
+// so that a 🛑 reaction on either or a redaction of the message stops it.
 type turnIndex struct {
 	mu      sync.Mutex
-	cancel  map[id.EventID]context.CancelCauseFunc
+	turns   map[id.EventID]*indexedTurn
 	aliases map[id.EventID]id.EventID // reply → source
 }
 
-func (x *turnIndex) add(source id.EventID, cancel context.CancelCauseFunc) {
+type indexedTurn struct {
+	scope  string
+	cancel context.CancelCauseFunc // nil while queued
+	cause  error                   // why it was stopped while queued
+}
+
+// queue registers the turn of source, waiting in scope's queue. startTurn
+// calls it before queueing the turn.
+func (x *turnIndex) queue(source id.EventID, scope string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.cancel == nil {
-		x.cancel = map[id.EventID]context.CancelCauseFunc{}
+	if x.turns == nil {
+		x.turns = map[id.EventID]*indexedTurn{}
 		x.aliases = map[id.EventID]id.EventID{}
 	}
-	x.cancel[source] = cancel
+	x.turns[source] = &indexedTurn{scope: scope}
+}
+
+// start records that source's turn runs and is stopped with cancel. A turn
+// stopped while it was queued is cancelled at once, with that cause.
+func (x *turnIndex) start(source id.EventID, cancel context.CancelCauseFunc) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.turns == nil {
+		x.turns = map[id.EventID]*indexedTurn{}
+		x.aliases = map[id.EventID]id.EventID{}
+	}
+	it, ok := x.turns[source]
+	if !ok {
+		it = &indexedTurn{}
+		x.turns[source] = it
+	}
+	it.cancel = cancel
+	if it.cause != nil {
+		cancel(it.cause)
+	}
 }
 
 // alias makes reply stand for source's turn.
@@ -81,10 +110,11 @@ func (x *turnIndex) alias(reply, source id.EventID) {
 	}
 }
 
+// remove forgets source's turn; it is called when the turn ended.
 func (x *turnIndex) remove(source id.EventID) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	delete(x.cancel, source)
+	delete(x.turns, source)
 	for r, s := range x.aliases {
 		if s == source {
 			delete(x.aliases, r)
@@ -92,19 +122,26 @@ func (x *turnIndex) remove(source id.EventID) {
 	}
 }
 
-// stop cancels the turn of target (a message or a reply); it reports
-// whether there was one.
-func (x *turnIndex) stop(target id.EventID) bool {
+// stop stops the turn of target with cause: cancels it if it runs, or
+// makes it end as soon as it starts if it is queued. With viaReply, target
+// may also be the turn's reply. It reports the scope (thread) of the turn
+// and whether there was one.
+func (x *turnIndex) stop(target id.EventID, cause error, viaReply bool) (scope string, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if s, ok := x.aliases[target]; ok {
+	if s, isReply := x.aliases[target]; isReply && viaReply {
 		target = s
 	}
-	cancel, ok := x.cancel[target]
-	if ok {
-		cancel(errStopped)
+	it, ok := x.turns[target]
+	if !ok {
+		return "", false
 	}
-	return ok
+	if it.cancel != nil {
+		it.cancel(cause)
+	} else if it.cause == nil {
+		it.cause = cause
+	}
+	return it.scope, true
 }
 
 // modelName is the model an agent runs on.

@@ -303,6 +303,9 @@ const (
 	CancelDeliveryError CancelReason = "delivery_failed"
 	CancelInterrupted   CancelReason = "interrupted"
 	CancelClaimed       CancelReason = "claimed_by_hook"
+	// CancelRedacted: the person's message was redacted (deleted) before
+	// the turn delivered its answer.
+	CancelRedacted CancelReason = "redacted"
 )
 
 // CancelledInfo describes a turn that ended without a clean reply.
@@ -318,7 +321,8 @@ type CancelledInfo struct {
 
 // CancelledContext is passed to message:cancelled hooks (observer, 3 s). It
 // fires once for every turn that ends other than cleanly: cancelled by a
-// person, suppressed by a hook, a model, tool or delivery failure. Exactly
+// person (🛑 or by redacting the message), suppressed by a hook, a model,
+// tool or delivery failure. Exactly
 // one of message:after_response and message:cancelled fires per turn.
 type CancelledContext struct {
 	Base

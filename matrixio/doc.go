@@ -28,6 +28,8 @@
 // request is retried under [RetryPolicy]: M_LIMIT_EXCEEDED waits the
 // server's retry_after_ms (mautrix does not read it), server and network
 // errors back off exponentially, and context cancellation ends the wait.
+// A text too long for one event is cut with [SplitText] (or [FirstPart]
+// while it streams) into parts of at most [MaxContentBytes] of content.
 //
 // Rooms are provisioned with [Account.EnsureRoom] (resolve the alias or
 // create it, then invite and join the members; idempotent across restarts),

@@ -42,6 +42,10 @@ func (s *Store) Record(ctx context.Context, ev *event.Event, seenBy id.UserID) (
 	if ev == nil || ev.ID == "" || ev.RoomID == "" {
 		return false, ErrIncompleteEvent
 	}
+	if RedactionTarget(ev) != "" {
+		fresh, err := s.RecordBatch(ctx, seenBy, []*event.Event{ev})
+		return len(fresh) == 1, err
+	}
 	raw, err := encodeEvent(ev)
 	if err != nil {
 		return false, fmt.Errorf("failed to encode event %s: %w", ev.ID, err)
@@ -61,6 +65,10 @@ func (s *Store) Record(ctx context.Context, ev *event.Event, seenBy id.UserID) (
 // RecordBatch records events (typically one room's timeline from one sync response) in a
 // single transaction and returns those that were new, in their original order. Either all
 // are recorded or, on error, none. An event that occurs twice in events is new at most once.
+//
+// A new redaction (m.room.redaction) is applied in the same transaction to the event it
+// redacts, if that is in the inbox (see Redact): from then on the inbox holds nothing of its
+// content, and Pending returns it marked redacted.
 func (s *Store) RecordBatch(ctx context.Context, seenBy id.UserID, events []*event.Event) ([]*event.Event, error) {
 	if len(events) == 0 {
 		return nil, nil
@@ -83,6 +91,13 @@ func (s *Store) RecordBatch(ctx context.Context, seenBy id.UserID, events []*eve
 		for chunk := range slices.Chunk(unique, batchRows) {
 			if err := s.insertChunk(ctx, seenBy, chunk, inserted); err != nil {
 				return err
+			}
+			for _, ev := range chunk {
+				if _, ok := inserted[ev.ID]; ok && RedactionTarget(ev) != "" {
+					if _, err := s.redact(ctx, ev); err != nil {
+						return err
+					}
+				}
 			}
 		}
 		return nil
@@ -169,7 +184,8 @@ func (s *Store) MarkHandled(ctx context.Context, eventID id.EventID) error {
 
 // Pending returns the recorded events that are not handled yet, in the order they were
 // recorded: what to replay at start-up, after a crash or a stop with work in flight. Their
-// content is parsed as a sync would have parsed it.
+// content is parsed as a sync would have parsed it. An event that was redacted meanwhile
+// comes with empty content and Unsigned.RedactedBecause set, as a homeserver serves it.
 func (s *Store) Pending(ctx context.Context) ([]*event.Event, error) {
 	rows, err := s.db.Query(ctx, `SELECT event_id, raw FROM tracking_inbox WHERE state = 'received' ORDER BY seq`)
 	if err != nil {
@@ -207,6 +223,8 @@ func encodeEvent(ev *event.Event) ([]byte, error) {
 
 // decodeEvent turns a stored event back into what the sync loop had handed over: room
 // timeline events have the message or state class, and known content types are parsed.
+// Content with a field of the wrong type (a number as a message's body) is kept as the sync
+// loop keeps it, raw and partly parsed, for the pipeline to skip: it must not stop a replay.
 func decodeEvent(raw string) (*event.Event, error) {
 	var ev event.Event
 	if err := json.Unmarshal([]byte(raw), &ev); err != nil {
@@ -217,10 +235,78 @@ func decodeEvent(raw string) (*event.Event, error) {
 	} else {
 		ev.Type.Class = event.MessageEventType
 	}
-	if err := ev.Content.ParseRaw(ev.Type); err != nil && !errors.Is(err, event.ErrUnsupportedContentType) {
-		return nil, fmt.Errorf("failed to parse content: %w", err)
-	}
+	_ = ev.Content.ParseRaw(ev.Type)
 	return &ev, nil
+}
+
+// RedactionTarget returns the event that ev redacts when ev is an m.room.redaction: the
+// top-level "redacts" (room versions up to 10) or else the one in the content (room
+// version 11 moved it there; homeservers may send both). It returns "" for other events.
+// mautrix parses both places but does not reconcile them.
+func RedactionTarget(ev *event.Event) id.EventID {
+	if ev == nil || ev.Type.Type != event.EventRedaction.Type {
+		return ""
+	}
+	if ev.Redacts != "" {
+		return ev.Redacts
+	}
+	if c, ok := ev.Content.Parsed.(*event.RedactionEventContent); ok && c.Redacts != "" {
+		return c.Redacts
+	}
+	if s, ok := ev.Content.Raw["redacts"].(string); ok {
+		return id.EventID(s)
+	}
+	return ""
+}
+
+// Redact applies the redaction event to the event it redacts (RedactionTarget), if that
+// event is in the inbox in the same room: its stored content is replaced by an empty object
+// and its unsigned data by redacted_because (the redaction). The row stays, so the event is
+// still known when a sync delivers it again, and so does its state (handled or not). It
+// reports whether an event was redacted; redacting one again changes nothing. RecordBatch
+// calls it for every new redaction; call it directly for redactions learnt otherwise.
+func (s *Store) Redact(ctx context.Context, redaction *event.Event) (bool, error) {
+	ok, err := s.redact(ctx, redaction)
+	if err != nil {
+		return false, fmt.Errorf("failed to apply redaction %s: %w", redaction.ID, err)
+	}
+	return ok, nil
+}
+
+func (s *Store) redact(ctx context.Context, redaction *event.Event) (bool, error) {
+	target := RedactionTarget(redaction)
+	if target == "" {
+		return false, nil
+	}
+	var raw string
+	err := s.db.QueryRow(ctx, `SELECT raw FROM tracking_inbox WHERE event_id = $1 AND room_id = $2`, target, redaction.RoomID).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	var ev event.Event
+	if err := json.Unmarshal([]byte(raw), &ev); err != nil {
+		return false, fmt.Errorf("failed to decode %s: %w", target, err)
+	}
+	if ev.Unsigned.RedactedBecause != nil {
+		return false, nil
+	}
+	because := *redaction
+	because.Unsigned = event.Unsigned{}
+	if len(redaction.Content.VeryRaw) > 0 {
+		because.Content = event.Content{VeryRaw: redaction.Content.VeryRaw}
+	}
+	ev.Content = event.Content{VeryRaw: json.RawMessage("{}")}
+	ev.Unsigned = event.Unsigned{RedactedBecause: &because}
+	blanked, err := json.Marshal(&ev)
+	if err != nil {
+		return false, fmt.Errorf("failed to encode %s: %w", target, err)
+	}
+	if _, err := s.db.Exec(ctx, `UPDATE tracking_inbox SET raw = $2 WHERE event_id = $1`, target, string(blanked)); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Prune deletes handled events that were handled more than olderThan ago and returns how

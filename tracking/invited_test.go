@@ -114,8 +114,8 @@ func TestUpgradeFromV2AddsInvitedRooms(t *testing.T) {
 
 	s2, db2 := openStore(t, path) // upgrades
 	var version int
-	if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 3 {
-		t.Fatalf("version after upgrade = %d, %v; want 3", version, err)
+	if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 4 {
+		t.Fatalf("version after upgrade = %d, %v; want 4", version, err)
 	}
 	if err := s2.RememberInvitedRoom(ctx, InvitedRoom{RoomID: roomA, Account: agent, Inviter: alice, IsDirect: true}); err != nil {
 		t.Fatalf("invited-room table missing after upgrade: %v", err)

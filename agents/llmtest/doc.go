@@ -10,7 +10,8 @@
 // answer the requests a Matcher picks (On), so that independent callers
 // — a router call and an agent's call — are scripted independently. A Reply
 // can be text in chunks, tool calls, an HTTP error with a body, a delay, a
-// slow stream, a garbage or truncated stream, or empty choices.
+// hold until the test releases it, a slow stream, a garbage or truncated
+// stream, or empty choices.
 //
 // Every request is recorded with its raw body and its decoded form
 // (Requests), for assertions on what the client sent. Instant mode drops

@@ -35,6 +35,10 @@ type Reply struct {
 
 	// Delay waits before the response headers are sent.
 	Delay time.Duration
+	// Hold, when not nil, keeps the request waiting before its response
+	// headers (after Delay) until the channel is closed or the client gives
+	// up: a model call that the test releases when it is ready.
+	Hold <-chan struct{}
 	// ChunkDelay waits between chunks; the opening chunk (the role) and the
 	// first delta after it go out at once.
 	ChunkDelay time.Duration
@@ -115,6 +119,9 @@ func (r Reply) WithUsage(prompt, completion int) Reply {
 
 // WithDelay returns r waiting d before its response headers.
 func (r Reply) WithDelay(d time.Duration) Reply { r.Delay = d; return r }
+
+// WithHold returns r waiting until release is closed before it answers.
+func (r Reply) WithHold(release <-chan struct{}) Reply { r.Hold = release; return r }
 
 // WithChunkDelay returns r waiting d between chunks.
 func (r Reply) WithChunkDelay(d time.Duration) Reply { r.ChunkDelay = d; return r }

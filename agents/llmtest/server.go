@@ -233,6 +233,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !s.opts.instant && reply.Delay > 0 && !sleep(r.Context(), reply.Delay) {
 		return
 	}
+	if reply.Hold != nil {
+		select {
+		case <-reply.Hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	for k, vs := range reply.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)

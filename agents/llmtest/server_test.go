@@ -224,6 +224,30 @@ func TestDelayEndsWithTheClient(t *testing.T) {
 	}
 }
 
+// A held reply answers only once it is released; before that, the request
+// is counted and waits.
+func TestHoldUntilReleased(t *testing.T) {
+	release := make(chan struct{})
+	srv := llmtest.NewServer(t, llmtest.Text("released").WithHold(release))
+	done := make(chan []byte, 1)
+	go func() {
+		_, body := post(t, srv.URL, streamBody)
+		done <- body
+	}()
+	for srv.Count() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("the held reply answered before it was released")
+	default:
+	}
+	close(release)
+	if body := <-done; !bytes.Contains(body, []byte(`"released"`)) {
+		t.Errorf("body = %s", body)
+	}
+}
+
 func TestSplit(t *testing.T) {
 	cases := []struct {
 		s    string

@@ -1,4 +1,4 @@
--- v0 -> v3: Latest revision
+-- v0 -> v4: Latest revision
 
 -- The inbound event ledger: one row per Matrix event, whichever accounts saw it.
 -- seq is the arrival order (replay order after a crash). raw is the event as JSON.
@@ -43,14 +43,19 @@ CREATE TABLE tracking_member (
 	PRIMARY KEY (room_id, user_id)
 );
 
--- The reply hookroom posted for a source event (its placeholder, or the reply
--- itself), so that a turn replayed after a crash edits that reply instead of
--- posting a second one.
+-- The replies hookroom posted for a source event (its placeholder or first message as
+-- part 0, the rest of a reply too long for one event as parts 1, 2, …), with the account
+-- that posted each: a turn replayed after a crash edits them instead of posting again, and
+-- a redacted source event gets its replies redacted.
 CREATE TABLE tracking_delivery (
-	source_event_id TEXT   PRIMARY KEY,
-	room_id         TEXT   NOT NULL,
-	reply_event_id  TEXT   NOT NULL,
-	created_at      BIGINT NOT NULL
+	source_event_id TEXT    NOT NULL,
+	part            INTEGER NOT NULL,
+	room_id         TEXT    NOT NULL,
+	sender          TEXT    NOT NULL DEFAULT '',
+	reply_event_id  TEXT    NOT NULL,
+	created_at      BIGINT  NOT NULL,
+
+	PRIMARY KEY (source_event_id, part)
 );
 
 -- Rooms a hookroom account joined because a person invited it (direct messages,
