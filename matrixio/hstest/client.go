@@ -206,7 +206,7 @@ func (s *Server) StartClient(t testing.TB, kind ClientKind, u *User, opts Client
 	if opts.StoreDir == "" {
 		opts.StoreDir = t.TempDir()
 	}
-	c.StoreDir = opts.StoreDir
+	c.StoreDir, c.UserID = opts.StoreDir, u.UserID
 	var res struct {
 		UserID     id.UserID   `json:"user_id"`
 		DeviceID   id.DeviceID `json:"device_id"`
@@ -486,6 +486,16 @@ func (c *Client) WaitMember(t testing.TB, room id.RoomID, user id.UserID) {
 	c.SyncUntil(t, room, MemberJoined, user, 0)
 }
 
+// WaitDevice waits until the client knows the device of user (a device-list query has
+// returned it), so that what it sends next is encrypted for that device too: a sender that has
+// not yet seen a new device does not share the room key with it.
+func (c *Client) WaitDevice(t testing.TB, user id.UserID, device id.DeviceID) {
+	t.Helper()
+	c.call(t, "wait_device", DefaultWaitTimeout+15*time.Second, map[string]any{
+		"user_id": user, "device_id": device, "timeout_ms": DefaultWaitTimeout.Milliseconds(),
+	}, nil)
+}
+
 // SendText sends a plain m.text message and returns its event id.
 func (c *Client) SendText(t testing.TB, room id.RoomID, body string) id.EventID {
 	t.Helper()
@@ -532,7 +542,7 @@ func (c *Client) Redact(t testing.TB, room id.RoomID, target id.EventID, reason 
 func (c *Client) SendImage(t testing.TB, room id.RoomID, name, mimetype string, data []byte) (id.EventID, id.ContentURIString) {
 	t.Helper()
 	var res struct {
-		EventID    id.EventID           `json:"event_id"`
+		EventID    id.EventID          `json:"event_id"`
 		ContentURI id.ContentURIString `json:"content_uri"`
 	}
 	c.call(t, "send_image", DefaultCommandTimeout, map[string]any{

@@ -89,3 +89,96 @@ func TestClientsExchangeEncryptedMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestClientRestartKeepsDevice closes a client and starts it again on the same store: it is the
+// same device with the same keys, it decrypts what was sent while it was down, and what is sent
+// after.
+func TestClientRestartKeepsDevice(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ restarted, other hstest.ClientKind }{
+		{hstest.Nio, hstest.JS},
+		{hstest.JS, hstest.Nio},
+	} {
+		t.Run(string(tc.restarted), func(t *testing.T) {
+			t.Parallel()
+			srv := hstest.Shared(t)
+			alice, bob := srv.RegisterUser(t, "alice"), srv.RegisterUser(t, "bob")
+			a := srv.StartClient(t, tc.other, alice, hstest.ClientOptions{})
+			store := t.TempDir()
+			b := srv.StartClient(t, tc.restarted, bob, hstest.ClientOptions{StoreDir: store})
+			if b.Restored {
+				t.Fatalf("the first start in an empty store says it restored a device")
+			}
+			room := encryptedRoom(t, a, b)
+			first := a.SendText(t, room, "before the restart")
+			b.WaitMessage(t, room, hstest.Match{EventID: first})
+
+			b.Close(t)
+			b.Close(t) // a second Close does nothing
+			// Sent while bob's client is down: the room key waits for the device on the server.
+			// (The session alice's client shares with bob's device stays the same.)
+			down := a.SendText(t, room, "while you were away")
+
+			b2 := srv.StartClient(t, tc.restarted, bob, hstest.ClientOptions{StoreDir: store})
+			if !b2.Restored || b2.DeviceID != b.DeviceID || b2.Ed25519 != b.Ed25519 || b2.Curve25519 != b.Curve25519 {
+				t.Fatalf("restarted client is %s (ed25519 %s, restored %v), want device %s with ed25519 %s",
+					b2.DeviceID, b2.Ed25519, b2.Restored, b.DeviceID, b.Ed25519)
+			}
+			got := b2.WaitMessage(t, room, hstest.Match{EventID: down})
+			if got.Body != "while you were away" || !got.Encrypted {
+				t.Fatalf("after the restart %+v, want the encrypted message sent while down", got)
+			}
+			after := a.SendText(t, room, "after the restart")
+			if got := b2.WaitMessage(t, room, hstest.Match{EventID: after}); got.Body != "after the restart" {
+				t.Fatalf("after the restart %+v", got)
+			}
+			// And the restarted device can still send to the other side.
+			reply := b2.SendText(t, room, "back again")
+			if got := a.WaitMessage(t, room, hstest.Match{EventID: reply}); got.Body != "back again" || !got.Encrypted {
+				t.Fatalf("%s received %+v from the restarted device", tc.other, got)
+			}
+		})
+	}
+}
+
+// TestSecondDeviceReadsNewMessages logs a user in on a second device while the room is in use:
+// the new device decrypts what is sent after it logged in and reports what came before as
+// undecryptable history instead of skipping it.
+func TestSecondDeviceReadsNewMessages(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ sender, first, second hstest.ClientKind }{
+		{hstest.Nio, hstest.JS, hstest.JS},
+		{hstest.JS, hstest.Nio, hstest.Nio},
+		{hstest.Nio, hstest.Nio, hstest.JS},
+		{hstest.JS, hstest.JS, hstest.Nio},
+	} {
+		t.Run(fmt.Sprintf("%s_to_%s_then_%s", tc.sender, tc.first, tc.second), func(t *testing.T) {
+			t.Parallel()
+			srv := hstest.Shared(t)
+			alice, bob := srv.RegisterUser(t, "alice"), srv.RegisterUser(t, "bob")
+			a := srv.StartClient(t, tc.sender, alice, hstest.ClientOptions{})
+			b1 := srv.StartClient(t, tc.first, bob, hstest.ClientOptions{})
+			room := encryptedRoom(t, a, b1)
+			old := a.SendText(t, room, "before the second device")
+			b1.WaitMessage(t, room, hstest.Match{EventID: old})
+
+			b2 := srv.StartClient(t, tc.second, bob, hstest.ClientOptions{})
+			if b2.DeviceID == b1.DeviceID {
+				t.Fatalf("the second login reused device %s", b1.DeviceID)
+			}
+			a.WaitDevice(t, bob.UserID, b2.DeviceID)
+			fresh := a.SendText(t, room, "for both devices")
+			for _, b := range []*hstest.Client{b1, b2} {
+				got := b.WaitMessage(t, room, hstest.Match{Sender: alice.UserID, Contains: "both"})
+				if got.EventID != fresh || got.Body != "for both devices" || !got.Encrypted {
+					t.Fatalf("device %s received %+v, want the encrypted %s", b.DeviceID, got, fresh)
+				}
+			}
+			// The message from before is history for the new device, and it has no key for it.
+			past := b2.WaitMessage(t, room, hstest.Match{EventID: old, AllowUndecryptable: true})
+			if !past.Undecryptable || !past.History || past.Body != "" || past.DecryptError == "" {
+				t.Fatalf("the second device got %+v for the message from before its login, want it undecryptable history", past)
+			}
+		})
+	}
+}

@@ -55,6 +55,18 @@ SYNC_FILTER = {"room": {"timeline": {"limit": 500}}}
 MEGOLM = "m.megolm.v1.aes-sha2"
 
 
+class Client(AsyncClient):
+    """nio's AsyncClient, except that an encrypted event keeps its m.relates_to in the clear as
+    the spec asks (nio 0.20 only puts it inside the ciphertext), so servers and other clients see
+    edits, threads and replies of encrypted messages."""
+
+    def encrypt(self, room_id, event_type, content):
+        msg_type, encrypted = super().encrypt(room_id, event_type, content)
+        if "m.relates_to" in content:
+            encrypted["m.relates_to"] = content["m.relates_to"]
+        return msg_type, encrypted
+
+
 def log(msg):
     print(f"e2ee_client.py: {msg}", file=sys.stderr, flush=True)
 
@@ -364,7 +376,7 @@ class E2EEClient:
             request_timeout=30,
         )
         device_id = session["device_id"] if session else (a.get("device_id") or "")
-        client = AsyncClient(url, user_id, device_id=device_id, store_path=store, config=config)
+        client = Client(url, user_id, device_id=device_id, store_path=store, config=config)
         if session:
             client.restore_login(user_id, session["device_id"], session["access_token"])
             self.login_ts = session["login_ts"]
@@ -466,6 +478,19 @@ class E2EEClient:
             raise CommandError(f"unknown sync_until condition {cond!r}")
         got = await self.wait_for(pred, timeout, f"{cond} {room_id} {a.get('user_id', '')}".strip())
         return {"room_id": got}
+
+    async def cmd_wait_device(self, a):
+        """Wait until this client knows device_id of user_id (from a device-list query), so that
+        what it sends next is encrypted for that device too."""
+        self.need_login()
+        user_id, device_id = a["user_id"], a["device_id"]
+        c = self.client
+
+        def pred():
+            return any(d.id == device_id for d in c.device_store.active_user_devices(user_id))
+
+        await self.wait_for(pred, a.get("timeout_ms", 30000) / 1000, f"device {device_id} of {user_id}")
+        return {}
 
     def message_content(self, a):
         content = {"msgtype": a.get("msgtype") or "m.text", "body": a["body"]}

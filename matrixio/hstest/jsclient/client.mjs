@@ -344,6 +344,21 @@ const commands = {
     return { room_id: got === true ? roomId : got };
   },
 
+  // wait_device waits until this client knows device_id of user_id, so that what it sends next
+  // is encrypted for that device too.
+  async wait_device(a) {
+    const crypto = need().getCrypto();
+    const deadline = Date.now() + (a.timeout_ms ?? 30000);
+    for (;;) {
+      const devices = await crypto.getUserDeviceInfo([a.user_id], true);
+      if (devices.get(a.user_id)?.has(a.device_id)) return {};
+      if (Date.now() >= deadline) {
+        throw new CommandError(`timed out waiting for device ${a.device_id} of ${a.user_id}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  },
+
   async send(a) {
     const content = { msgtype: a.msgtype || "m.text", body: a.body };
     if (a.html) {
