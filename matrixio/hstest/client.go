@@ -537,8 +537,7 @@ func (c *Client) Redact(t testing.TB, room id.RoomID, target id.EventID, reason 
 }
 
 // SendImage uploads data (encrypted as an attachment when the room is encrypted) and sends it
-// as m.image; it returns the event id and the mxc:// URI of the upload. Only the nio client
-// implements it.
+// as m.image; it returns the event id and the mxc:// URI of the upload.
 func (c *Client) SendImage(t testing.TB, room id.RoomID, name, mimetype string, data []byte) (id.EventID, id.ContentURIString) {
 	t.Helper()
 	var res struct {
@@ -549,6 +548,22 @@ func (c *Client) SendImage(t testing.TB, room id.RoomID, name, mimetype string, 
 		"room_id": room, "name": name, "mimetype": mimetype, "data": base64.StdEncoding.EncodeToString(data),
 	}, &res)
 	return res.EventID, res.ContentURI
+}
+
+// Download fetches the media of a message the client received (m.image, m.file, ...) and
+// returns its content, decrypted when it is an encrypted attachment, and its mimetype.
+func (c *Client) Download(t testing.TB, room id.RoomID, eventID id.EventID) ([]byte, string) {
+	t.Helper()
+	var res struct {
+		Data     string `json:"data"`
+		MimeType string `json:"mimetype"`
+	}
+	c.call(t, "download", DefaultCommandTimeout, map[string]any{"room_id": room, "event_id": eventID}, &res)
+	data, err := base64.StdEncoding.DecodeString(res.Data)
+	if err != nil {
+		t.Fatalf("hstest: %s client %s: download %s: bad base64: %v", c.Kind, c.UserID, eventID, err)
+	}
+	return data, res.MimeType
 }
 
 // Trust sets how the client treats other users' devices (TrustOnFirstUse by default).

@@ -49,7 +49,8 @@ func assertEncryptedOnServer(t *testing.T, u *hstest.User, room id.RoomID, event
 }
 
 // TestClientsExchangeEncryptedMessages has each kind of client talk to the other in an
-// encrypted room: a message, a threaded answer and an edit, each decrypted by the other side.
+// encrypted room: a message, a threaded answer and an edit, each decrypted by the other side,
+// and a redaction.
 func TestClientsExchangeEncryptedMessages(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ a, b hstest.ClientKind }{
@@ -86,6 +87,12 @@ func TestClientsExchangeEncryptedMessages(t *testing.T) {
 				t.Fatalf("after the edit %s sees %+v, want final text %q from edit %s", tc.b, edited, text+" (edited)", edit)
 			}
 			assertEncryptedOnServer(t, bob, room, edit)
+
+			// A redaction of the answer reaches its author's client.
+			a.Redact(t, room, answer, "test")
+			if gone := b.WaitMessage(t, room, hstest.Match{EventID: answer, Redacted: true}); !gone.Redacted || gone.Body != "" {
+				t.Fatalf("after the redaction %s sees %+v", tc.b, gone)
+			}
 		})
 	}
 }
@@ -180,5 +187,30 @@ func TestSecondDeviceReadsNewMessages(t *testing.T) {
 				t.Fatalf("the second device got %+v for the message from before its login, want it undecryptable history", past)
 			}
 		})
+	}
+}
+
+// TestClientsExchangeEncryptedImages sends an image as an encrypted attachment each way; the
+// receiver downloads and decrypts the same bytes.
+func TestClientsExchangeEncryptedImages(t *testing.T) {
+	t.Parallel()
+	srv := hstest.Shared(t)
+	alice, bob := srv.RegisterUser(t, "alice"), srv.RegisterUser(t, "bob")
+	n := srv.StartClient(t, hstest.Nio, alice, hstest.ClientOptions{})
+	j := srv.StartClient(t, hstest.JS, bob, hstest.ClientOptions{})
+	room := encryptedRoom(t, n, j)
+	for i, tc := range []struct {
+		from, to *hstest.Client
+	}{{n, j}, {j, n}} {
+		data := []byte(fmt.Sprintf("\x89PNG not really an image %d from %s", i, tc.from.Kind))
+		sent, uri := tc.from.SendImage(t, room, "pic.png", "image/png", data)
+		got := tc.to.WaitMessage(t, room, hstest.Match{EventID: sent})
+		if got.MsgType != "m.image" || !got.Encrypted || !got.MediaEncrypted || got.MediaURL != string(uri) || got.Body != "pic.png" {
+			t.Fatalf("%s received %+v, want an encrypted m.image with an encrypted attachment at %s", tc.to.Kind, got, uri)
+		}
+		back, mimetype := tc.to.Download(t, room, sent)
+		if string(back) != string(data) || mimetype != "image/png" {
+			t.Fatalf("%s downloaded %q (%s), want %q (image/png)", tc.to.Kind, back, mimetype, data)
+		}
 	}
 }

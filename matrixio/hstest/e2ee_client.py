@@ -31,6 +31,7 @@ import traceback
 from nio import (
     AsyncClient,
     AsyncClientConfig,
+    DownloadResponse,
     JoinResponse,
     LoginResponse,
     MegolmEvent,
@@ -44,6 +45,7 @@ from nio import (
     SyncResponse,
     UploadResponse,
 )
+from nio.crypto.attachments import decrypt_attachment
 from nio.exceptions import EncryptionError, LocalProtocolError
 
 SESSION_FILE = "hstest-session.json"
@@ -71,6 +73,18 @@ def log(msg):
     print(f"e2ee_client.py: {msg}", file=sys.stderr, flush=True)
 
 
+def why(resp):
+    """What a nio error response says: its type, HTTP status, errcode and message."""
+    if isinstance(resp, Exception):
+        return f"{type(resp).__name__}: {resp}"
+    parts = [type(resp).__name__ + ":"]
+    for attr in ("status_code", "message"):
+        v = getattr(resp, attr, None)
+        if v:
+            parts.append(str(v))
+    return " ".join(parts)
+
+
 class CommandError(Exception):
     """A failure reported to the Go side as {"ok": false, "error": ...}."""
 
@@ -95,6 +109,15 @@ class Message:
         self.edits = []  # (event_id, new body) in arrival order
         self.undecryptable_edits = 0
         self.redacted = False
+
+    def redact(self):
+        """What a redaction leaves: no content, no edits, nothing left to decrypt."""
+        self.redacted = True
+        self.content = {}
+        self.edits = []
+        self.undecryptable = False
+        self.megolm = None
+        self.decrypt_error = ""
 
     @property
     def body(self):
@@ -172,7 +195,7 @@ class E2EEClient:
                 resp = e
             if not isinstance(resp, SyncResponse):
                 failures += 1
-                self.sync_error = f"sync failed ({failures} in a row): {resp}"
+                self.sync_error = f"sync failed ({failures} in a row): {why(resp)}"
                 log(self.sync_error)
                 await asyncio.sleep(min(2.0, 0.1 * failures))
                 continue
@@ -266,7 +289,7 @@ class E2EEClient:
             self.add_edit(msg.event_id, sender, edit_id, body, megolm)
         if msg.event_id in self.pending_redactions:
             self.pending_redactions.discard(msg.event_id)
-            msg.redacted = True
+            msg.redact()
 
     def add_edit(self, target_id, sender, edit_id, body, megolm=None):
         """Fold an edit into its target; an undecryptable edit (megolm set, body None) is
@@ -289,7 +312,7 @@ class E2EEClient:
         if target is None:
             self.pending_redactions.add(target_id)
         else:
-            target.redacted = True
+            target.redact()
 
     def retry_undecryptable(self):
         stuck = []
@@ -386,7 +409,7 @@ class E2EEClient:
             resp = await client.login(a["password"], device_name=a.get("device_name") or "hstest-nio")
             if not isinstance(resp, LoginResponse):
                 await client.close()
-                raise CommandError(f"login as {user_id} failed: {resp}")
+                raise CommandError(f"login as {user_id} failed: {why(resp)}")
             fd = os.open(session_path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 json.dump({"user_id": resp.user_id, "device_id": resp.device_id,
@@ -397,7 +420,7 @@ class E2EEClient:
         if client.should_upload_keys:
             resp = await client.keys_upload()
             if client.should_upload_keys:
-                raise CommandError(f"uploading the device keys failed: {resp}")
+                raise CommandError(f"uploading the device keys failed: {why(resp)}")
         self.sync_task = asyncio.create_task(self.sync_loop())
         # One sync before answering, so the caller sees the rooms the device is already in.
         await self.wait_for(lambda: self.syncs >= 1, a.get("timeout_ms", 30000) / 1000, "the first sync")
@@ -419,7 +442,7 @@ class E2EEClient:
             preset=RoomPreset.trusted_private_chat if a.get("is_direct") else RoomPreset.private_chat,
         )
         if not isinstance(resp, RoomCreateResponse):
-            raise CommandError(f"create room failed: {resp}")
+            raise CommandError(f"create room failed: {why(resp)}")
         room_id = resp.room_id
         want_enc = bool(a.get("encrypted"))
         await self.wait_for(lambda: (r := self.room(room_id)) is not None and r.encrypted == want_enc,
@@ -430,14 +453,14 @@ class E2EEClient:
         self.need_login()
         resp = await self.client.room_invite(a["room_id"], a["user_id"])
         if not isinstance(resp, RoomInviteResponse):
-            raise CommandError(f"invite {a['user_id']} to {a['room_id']} failed: {resp}")
+            raise CommandError(f"invite {a['user_id']} to {a['room_id']} failed: {why(resp)}")
         return {}
 
     async def cmd_join(self, a):
         self.need_login()
         resp = await self.client.join(a["room_id"])
         if not isinstance(resp, JoinResponse):
-            raise CommandError(f"join {a['room_id']} failed: {resp}")
+            raise CommandError(f"join {a['room_id']} failed: {why(resp)}")
         room_id = resp.room_id
         await self.wait_for(lambda: room_id in self.client.rooms, a.get("timeout_ms", 30000) / 1000,
                             f"joined room {room_id} in the sync")
@@ -519,7 +542,7 @@ class E2EEClient:
         resp = await self.client.room_send(room_id, "m.room.message", content,
                                            ignore_unverified_devices=True)
         if not isinstance(resp, RoomSendResponse):
-            raise CommandError(f"send to {room_id} failed: {resp}")
+            raise CommandError(f"send to {room_id} failed: {why(resp)}")
         return resp.event_id
 
     async def cmd_send(self, a):
@@ -541,7 +564,7 @@ class E2EEClient:
         self.need_login()
         resp = await self.client.room_redact(a["room_id"], a["event_id"], reason=a.get("reason") or None)
         if not isinstance(resp, RoomRedactResponse):
-            raise CommandError(f"redact {a['event_id']} failed: {resp}")
+            raise CommandError(f"redact {a['event_id']} failed: {why(resp)}")
         return {"event_id": resp.event_id}
 
     async def cmd_send_image(self, a):
@@ -556,7 +579,7 @@ class E2EEClient:
         resp, keys = await self.client.upload(io.BytesIO(data), content_type=mimetype, filename=name,
                                               encrypt=room.encrypted, filesize=len(data))
         if not isinstance(resp, UploadResponse):
-            raise CommandError(f"upload failed: {resp}")
+            raise CommandError(f"upload failed: {why(resp)}")
         content = {"msgtype": "m.image", "body": name, "info": {"mimetype": mimetype, "size": len(data)}}
         if room.encrypted:
             content["file"] = dict(keys, url=resp.content_uri, mimetype=mimetype)
@@ -564,6 +587,32 @@ class E2EEClient:
             content["url"] = resp.content_uri
         event_id = await self.room_send(a["room_id"], content)
         return {"event_id": event_id, "content_uri": resp.content_uri}
+
+    async def cmd_download(self, a):
+        """Download the media of a received message (event_id in room_id), decrypting an
+        encrypted attachment; returns it base64-encoded."""
+        self.need_login()
+        m = self.by_id.get(a["event_id"])
+        if m is None or m.room_id != a["room_id"]:
+            raise CommandError(f"no message {a['event_id']} seen in {a['room_id']}")
+        if m.undecryptable:
+            raise CommandError(f"message {m.event_id} is undecryptable")
+        file = m.content.get("file") or {}
+        url = file.get("url") or m.content.get("url")
+        if not url:
+            raise CommandError(f"message {m.event_id} has no media")
+        resp = await self.client.download(mxc=url)
+        if not isinstance(resp, DownloadResponse):
+            raise CommandError(f"download {url} failed: {why(resp)}")
+        data = resp.body
+        if file:
+            try:
+                data = decrypt_attachment(data, file["key"]["k"], file["hashes"]["sha256"], file["iv"])
+            except Exception as e:  # noqa: BLE001
+                raise CommandError(f"decrypting the attachment of {m.event_id} failed: {e}") from None
+        info = m.content.get("info") or {}
+        return {"data": base64.b64encode(data).decode(), "mimetype": info.get("mimetype", ""),
+                "name": m.content.get("body", "")}
 
     async def cmd_trust(self, a):
         self.need_login()

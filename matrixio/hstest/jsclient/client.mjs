@@ -110,19 +110,28 @@ function pending(ev) {
   return ev.isBeingDecrypted() || (ev.isEncrypted() && !ev.getClearContent() && !ev.isDecryptionFailure());
 }
 
+// A redacted event has lost its content, encrypted or not: it is not waiting for a key.
 function undecryptable(ev) {
-  return ev.isEncrypted() && (ev.isDecryptionFailure() || pending(ev));
+  return ev.isEncrypted() && !ev.isRedacted() && (ev.isDecryptionFailure() || pending(ev));
 }
 
-// kind is "message", "edit" or "" (anything else) for an entry.
-function kind(ev) {
-  if (ev.isRedaction && ev.isRedaction()) return "";
+// kind is "message", "edit" or "" (anything else) for an entry. It sticks once known, as a
+// redaction strips the type and relation that tell.
+function kind(entry) {
+  if (entry.kind !== undefined) return entry.kind;
+  const ev = entry.ev;
+  if (ev.isRedacted()) return "";
+  let k;
   if (undecryptable(ev)) {
-    const rel = ev.getWireContent()["m.relates_to"] || {};
-    return rel.rel_type === "m.replace" ? "edit" : "message";
+    // Only messages are encrypted here (m.relates_to stays in the clear).
+    k = ev.getWireContent()["m.relates_to"]?.rel_type === "m.replace" ? "edit" : "message";
+  } else if (ev.getType() !== "m.room.message") {
+    k = "";
+  } else {
+    k = relation(ev).rel_type === "m.replace" ? "edit" : "message";
   }
-  if (ev.getType() !== "m.room.message") return "";
-  return relation(ev).rel_type === "m.replace" ? "edit" : "message";
+  entry.kind = k;
+  return k;
 }
 
 function describe(entry) {
@@ -133,7 +142,7 @@ function describe(entry) {
   const edits = [];
   let undecryptableEdits = 0;
   for (const e of state.entries) {
-    if (e.seq <= entry.seq || e.roomId !== entry.roomId || kind(e.ev) !== "edit") continue;
+    if (e.seq <= entry.seq || e.roomId !== entry.roomId || kind(e) !== "edit") continue;
     if (e.ev.getSender() !== ev.getSender()) continue;
     if (undecryptable(e.ev)) {
       if ((e.ev.getWireContent()["m.relates_to"] || {}).event_id === ev.getId()) undecryptableEdits++;
@@ -177,7 +186,7 @@ function describe(entry) {
 }
 
 function describeRoom(roomId, n = 5) {
-  const seen = state.entries.filter((e) => e.roomId === roomId && kind(e.ev) === "message");
+  const seen = state.entries.filter((e) => e.roomId === roomId && kind(e) === "message");
   if (!seen.length) return `no message seen in ${roomId} yet`;
   const parts = seen.slice(-n).map((e) => {
     const d = describe(e);
@@ -237,6 +246,11 @@ const commands = {
     if (!restored && state.storeDir) await store.saveSession(state.storeDir, session);
 
     client.on(sdk.RoomEvent.Timeline, (ev, room) => {
+      if (room) take(ev, room.roomId);
+      notify();
+    });
+    // This client's own messages: the local echo gets its real id when the server has it.
+    client.on(sdk.RoomEvent.LocalEchoUpdated, (ev, room) => {
       if (room) take(ev, room.roomId);
       notify();
     });
@@ -394,6 +408,47 @@ const commands = {
     return { event_id: resp.event_id };
   },
 
+  // send_image uploads data (base64), encrypted as an attachment when the room is encrypted,
+  // and sends it as m.image.
+  async send_image(a) {
+    const client = need();
+    const room = client.getRoom(a.room_id);
+    if (!room || room.getMyMembership() !== "join") throw new CommandError(`not in room ${a.room_id}`);
+    const plain = Buffer.from(a.data, "base64");
+    const mimetype = a.mimetype || "application/octet-stream";
+    const name = a.name || "image";
+    const encrypted = await client.getCrypto().isEncryptionEnabledInRoom(a.room_id);
+    const { data, file } = encrypted ? await encryptAttachment(plain) : { data: plain, file: null };
+    const { content_uri: uri } = await client.uploadContent(data, {
+      name,
+      type: encrypted ? "application/octet-stream" : mimetype,
+      includeFilename: !encrypted,
+    });
+    const content = { msgtype: "m.image", body: name, info: { mimetype, size: plain.length } };
+    if (file) content.file = { ...file, url: uri, mimetype };
+    else content.url = uri;
+    return { event_id: await roomSend(a.room_id, content), content_uri: uri };
+  },
+
+  // download fetches the media of a received message (authenticated media), decrypting an
+  // encrypted attachment; the data comes back base64-encoded.
+  async download(a) {
+    const client = need();
+    const entry = state.byId.get(a.event_id);
+    if (!entry || entry.roomId !== a.room_id) throw new CommandError(`no message ${a.event_id} seen in ${a.room_id}`);
+    if (undecryptable(entry.ev)) throw new CommandError(`message ${a.event_id} is undecryptable`);
+    const content = entry.ev.getOriginalContent();
+    const file = content.file;
+    const mxc = file?.url || content.url;
+    if (!mxc) throw new CommandError(`message ${a.event_id} has no media`);
+    const url = client.mxcUrlToHttp(mxc, undefined, undefined, undefined, false, true, true);
+    const resp = await fetch(url, { headers: { Authorization: `Bearer ${client.getAccessToken()}` } });
+    if (!resp.ok) throw new CommandError(`download ${mxc} failed: HTTP ${resp.status} ${await resp.text()}`);
+    let data = Buffer.from(await resp.arrayBuffer());
+    if (file) data = await decryptAttachment(data, file);
+    return { data: data.toString("base64"), mimetype: content.info?.mimetype || "", name: content.body || "" };
+  },
+
   async trust(a) {
     need();
     if (a.policy !== "tofu" && a.policy !== "none") {
@@ -414,7 +469,7 @@ const commands = {
       afterSeq = anchor.seq;
     }
     const matches = (e) => {
-      if (e.roomId !== a.room_id || e.seq <= afterSeq || kind(e.ev) !== "message") return false;
+      if (e.roomId !== a.room_id || e.seq <= afterSeq || kind(e) !== "message") return false;
       const ev = e.ev;
       if (a.event_id && ev.getId() !== a.event_id) return false;
       if (a.sender && ev.getSender() !== a.sender) return false;
@@ -471,6 +526,38 @@ async function roomSend(roomId, content) {
   if (state.policy === "tofu") await trustMembers(room);
   const resp = await client.sendEvent(roomId, "m.room.message", content);
   return resp.event_id;
+}
+
+// Encrypted attachments (the spec's v2 format): AES-256-CTR with a random key and a 64-bit
+// random IV prefix, and the SHA-256 of the ciphertext, all with WebCrypto.
+const b64 = (buf) => Buffer.from(buf).toString("base64").replace(/=+$/, "");
+
+async function encryptAttachment(plain) {
+  const subtle = globalThis.crypto.subtle;
+  const iv = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(iv.subarray(0, 8));
+  const key = await subtle.generateKey({ name: "AES-CTR", length: 256 }, true, ["encrypt", "decrypt"]);
+  const jwk = await subtle.exportKey("jwk", key);
+  const data = Buffer.from(await subtle.encrypt({ name: "AES-CTR", counter: iv, length: 64 }, key, plain));
+  const sha256 = await subtle.digest("SHA-256", data);
+  return {
+    data,
+    file: {
+      v: "v2",
+      key: { kty: "oct", alg: "A256CTR", ext: true, key_ops: ["encrypt", "decrypt"], k: jwk.k },
+      iv: b64(iv),
+      hashes: { sha256: b64(sha256) },
+    },
+  };
+}
+
+async function decryptAttachment(data, file) {
+  const subtle = globalThis.crypto.subtle;
+  const want = (file.hashes?.sha256 || "").replace(/=+$/, "");
+  if (b64(await subtle.digest("SHA-256", data)) !== want) throw new CommandError("attachment hash mismatch");
+  const key = await subtle.importKey("jwk", { kty: "oct", alg: "A256CTR", k: file.key.k, ext: true }, "AES-CTR", false, ["decrypt"]);
+  const iv = Buffer.from(file.iv, "base64");
+  return Buffer.from(await subtle.decrypt({ name: "AES-CTR", counter: iv, length: 64 }, key, data));
 }
 
 // trustMembers marks every known device of the room's other members as verified (trust on first
