@@ -169,11 +169,11 @@ type Message struct {
 type SyncCondition string
 
 const (
-	Synced       SyncCondition = "synced"        // one more complete sync
-	Invited      SyncCondition = "invited"       // invited to the room (any room when empty)
-	Joined       SyncCondition = "joined"        // the client has joined the room
-	Encrypted    SyncCondition = "encrypted"     // the room has encryption enabled
-	MemberJoined SyncCondition = "member_joined" // the user has joined the room
+	UntilSynced       SyncCondition = "synced"        // one more complete sync
+	UntilInvited      SyncCondition = "invited"       // invited to the room (any room when empty)
+	UntilJoined       SyncCondition = "joined"        // the client has joined the room
+	UntilEncrypted    SyncCondition = "encrypted"     // the room has encryption enabled
+	UntilMemberJoined SyncCondition = "member_joined" // the user has joined the room
 )
 
 // TrustPolicy is how a client treats the devices of other users.
@@ -463,8 +463,8 @@ func (c *Client) Join(t testing.TB, room id.RoomID) {
 }
 
 // SyncUntil waits until the condition holds in the client's synced state and returns the room
-// (for Invited with an empty room: the first room the client is invited to). user is only used
-// by MemberJoined.
+// (for UntilInvited with an empty room: the first room the client is invited to). user is only used
+// by UntilMemberJoined.
 func (c *Client) SyncUntil(t testing.TB, room id.RoomID, cond SyncCondition, user id.UserID, timeout time.Duration) id.RoomID {
 	t.Helper()
 	if timeout <= 0 {
@@ -483,7 +483,7 @@ func (c *Client) SyncUntil(t testing.TB, room id.RoomID, cond SyncCondition, use
 // sent before the sender's client knows of a member is not encrypted for that member's devices.
 func (c *Client) WaitMember(t testing.TB, room id.RoomID, user id.UserID) {
 	t.Helper()
-	c.SyncUntil(t, room, MemberJoined, user, 0)
+	c.SyncUntil(t, room, UntilMemberJoined, user, 0)
 }
 
 // WaitDevice waits until the client knows the device of user (a device-list query has

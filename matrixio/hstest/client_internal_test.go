@@ -71,6 +71,10 @@ func TestClientErrorsComeBack(t *testing.T) {
 				t.Errorf("the command after a timed-out one: %v", err)
 			}
 
+			if out := c.stderr.String(); strings.Contains(out, u.Password) || strings.Contains(out, "access_token=") {
+				t.Errorf("the client's stderr shows a secret:\n%s", out)
+			}
+
 			if err := c.proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}

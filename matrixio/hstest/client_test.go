@@ -17,7 +17,7 @@ import (
 func encryptedRoom(t *testing.T, a, b *hstest.Client) id.RoomID {
 	t.Helper()
 	room := a.CreateRoom(t, hstest.RoomOptions{Name: "e2ee", Encrypted: true, Invite: []id.UserID{b.UserID}})
-	b.SyncUntil(t, room, hstest.Invited, "", 0)
+	b.SyncUntil(t, room, hstest.UntilInvited, "", 0)
 	b.Join(t, room)
 	a.WaitMember(t, room, b.UserID)
 	return room

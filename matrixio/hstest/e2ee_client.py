@@ -24,6 +24,7 @@ import io
 import json
 import logging
 import os
+import re
 import sys
 import time
 import traceback
@@ -67,6 +68,30 @@ class Client(AsyncClient):
         if "m.relates_to" in content:
             encrypted["m.relates_to"] = content["m.relates_to"]
         return msg_type, encrypted
+
+
+SECRETS = set()  # the password and access token: never written out
+
+
+def scrub(text):
+    """text with every known secret, and any access_token= query value, blanked out."""
+    text = re.sub(r"(access_token=)[^&\s'\"]+", r"\1<redacted>", str(text))
+    for secret in SECRETS:
+        text = text.replace(secret, "<redacted>")
+    return text
+
+
+class ScrubbingStderr:
+    """sys.stderr for everything in this process (nio's logging, tracebacks): scrubbed."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        return self.stream.write(scrub(text))
+
+    def flush(self):
+        self.stream.flush()
 
 
 def log(msg):
@@ -378,6 +403,8 @@ class E2EEClient:
         if self.client is not None:
             raise CommandError("already logged in")
         url, user_id = a["url"], a["user_id"]
+        if a.get("password"):
+            SECRETS.add(a["password"])
         store = a.get("store_dir") or ""
         if not store:
             raise CommandError("login needs store_dir (the nio client keeps its keys there)")
@@ -401,6 +428,7 @@ class E2EEClient:
         device_id = session["device_id"] if session else (a.get("device_id") or "")
         client = Client(url, user_id, device_id=device_id, store_path=store, config=config)
         if session:
+            SECRETS.add(session["access_token"])
             client.restore_login(user_id, session["device_id"], session["access_token"])
             self.login_ts = session["login_ts"]
             restored = True
@@ -410,6 +438,7 @@ class E2EEClient:
             if not isinstance(resp, LoginResponse):
                 await client.close()
                 raise CommandError(f"login as {user_id} failed: {why(resp)}")
+            SECRETS.add(resp.access_token)
             fd = os.open(session_path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 json.dump({"user_id": resp.user_id, "device_id": resp.device_id,
@@ -722,6 +751,7 @@ class E2EEClient:
 
 
 async def main():
+    sys.stderr = ScrubbingStderr(sys.stderr)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=64 << 20)
@@ -729,6 +759,8 @@ async def main():
     c = E2EEClient()
 
     def reply(obj):
+        if "error" in obj:
+            obj["error"] = scrub(obj["error"])
         sys.stdout.write(json.dumps(obj) + "\n")
         sys.stdout.flush()
 

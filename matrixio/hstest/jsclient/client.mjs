@@ -12,6 +12,16 @@
 
 import { createInterface } from "node:readline";
 
+// The password and access token: blanked out of everything written to stderr or sent back.
+const secrets = new Set();
+const scrub = (text) => {
+  let out = String(text).replace(/(access_token=)[^&\s'"]+/g, "$1<redacted>");
+  for (const secret of secrets) out = out.split(secret).join("<redacted>");
+  return out;
+};
+const stderrWrite = process.stderr.write.bind(process.stderr);
+process.stderr.write = (chunk, ...rest) => stderrWrite(scrub(chunk), ...rest);
+
 const debug = process.env.HOOKROOM_HSTEST_JS_DEBUG === "1";
 // The SDK logs through console: keep stdout for the protocol.
 const toStderr = (...args) => console.error(...args);
@@ -21,7 +31,10 @@ console.warn = toStderr;
 console.debug = debug ? toStderr : () => {};
 console.trace = debug ? toStderr : () => {};
 
-const out = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
+const out = (obj) => {
+  if (obj.error !== undefined) obj.error = scrub(obj.error);
+  process.stdout.write(JSON.stringify(obj) + "\n");
+};
 
 // Loading the SDK and the wasm takes a while; the ready line goes out when they are loaded.
 const sdk = await import("matrix-js-sdk");
@@ -206,6 +219,7 @@ const commands = {
   async login(a) {
     if (state.client) throw new CommandError("already logged in");
     const { url, user_id: userId } = a;
+    if (a.password) secrets.add(a.password);
     const timeoutMs = a.timeout_ms ?? 30000;
     let session = a.store_dir ? await store.loadSession(a.store_dir) : null;
     if (session && session.user_id !== userId) {
@@ -230,6 +244,7 @@ const commands = {
       }
       session = { user_id: resp.user_id, device_id: resp.device_id, access_token: resp.access_token, login_ts: loginTs };
     }
+    secrets.add(session.access_token);
     state.storeDir = a.store_dir || "";
     state.loginTs = session.login_ts;
     if (restored) await store.loadCryptoStore(a.store_dir);
