@@ -101,6 +101,9 @@ type ClientOptions struct {
 	// DeviceName is the device's display name for a new login (default "hstest-nio" or
 	// "hstest-js").
 	DeviceName string
+	// DeviceID asks a new login for this device id (the server picks one when empty). With a
+	// StoreDir that already holds a device, it must be that device's id.
+	DeviceID id.DeviceID
 }
 
 // RoomOptions describe a room for CreateRoom.
@@ -220,11 +223,12 @@ func (s *Server) StartClient(t testing.TB, kind ClientKind, u *User, opts Client
 		"password":    u.Password,
 		"store_dir":   opts.StoreDir,
 		"device_name": opts.DeviceName,
+		"device_id":   opts.DeviceID,
 	}, &res)
 	c.UserID, c.DeviceID, c.Restored = res.UserID, res.DeviceID, res.Restored
 	c.Ed25519, c.Curve25519 = res.Ed25519, res.Curve25519
-	if c.UserID != u.UserID || c.DeviceID == "" {
-		t.Fatalf("hstest: %s client logged in as %s/%q, want %s", kind, c.UserID, c.DeviceID, u.UserID)
+	if c.UserID != u.UserID || c.DeviceID == "" || (opts.DeviceID != "" && c.DeviceID != opts.DeviceID) {
+		t.Fatalf("hstest: %s client logged in as %s/%q, want %s/%q", kind, c.UserID, c.DeviceID, u.UserID, opts.DeviceID)
 	}
 	return c
 }

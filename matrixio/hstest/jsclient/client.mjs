@@ -225,6 +225,9 @@ const commands = {
     if (session && session.user_id !== userId) {
       throw new CommandError(`store ${a.store_dir} belongs to ${session.user_id}, not ${userId}`);
     }
+    if (session && a.device_id && a.device_id !== session.device_id) {
+      throw new CommandError(`store ${a.store_dir} holds device ${session.device_id}, not ${a.device_id}`);
+    }
     let restored = true;
     if (!session) {
       restored = false;
