@@ -1,6 +1,8 @@
 package hstest
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,5 +85,23 @@ func TestClientErrorsComeBack(t *testing.T) {
 				t.Errorf("a command to a dead client: error %v, want one saying it was killed", err)
 			}
 		})
+	}
+}
+
+// TestClientThatCannotStartSaysWhy checks that a client failing at start-up fails with its
+// stderr, and that an unknown kind is refused.
+func TestClientThatCannotStartSaysWhy(t *testing.T) {
+	// A module named nio first on the path stands in for a broken installation.
+	fake := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fake, "nio.py"), []byte("raise ImportError('hstest-broken nio')\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", fake)
+	_, err := launchClient(t, Nio)
+	if err == nil || !strings.Contains(err.Error(), "exited") || !strings.Contains(err.Error(), "hstest-broken nio") {
+		t.Errorf("a nio client that cannot start: error %v, want it to say it exited, with its stderr", err)
+	}
+	if _, err := launchClient(t, "matrix-rust"); err == nil || !strings.Contains(err.Error(), "unknown client kind") {
+		t.Errorf("an unknown kind: error %v", err)
 	}
 }

@@ -563,13 +563,14 @@ class E2EEClient:
     async def room_send(self, room_id, content):
         if room_id not in self.client.rooms:
             raise CommandError(f"not in room {room_id} (join it and let it sync first)")
+        # Under the key lock: the sync loop's key upkeep (queries, claims) waits meanwhile.
         async with self.key_lock:
             # Keys of members that just joined, or of their new devices, must be known first.
             if self.client.should_query_keys:
                 await self.client.keys_query()
             self.apply_trust()
-        resp = await self.client.room_send(room_id, "m.room.message", content,
-                                           ignore_unverified_devices=True)
+            resp = await self.client.room_send(room_id, "m.room.message", content,
+                                               ignore_unverified_devices=True)
         if not isinstance(resp, RoomSendResponse):
             raise CommandError(f"send to {room_id} failed: {why(resp)}")
         return resp.event_id
