@@ -82,6 +82,12 @@ func TestClientsExchangeEncryptedMessages(t *testing.T) {
 				t.Fatalf("%s received %+v, want the encrypted answer %s", tc.a, back, answer)
 			}
 
+			// After: the next message from alice after bob's answer, not her older one.
+			more := a.SendText(t, room, "one more")
+			if next := b.WaitMessage(t, room, hstest.Match{Sender: alice.UserID, After: answer}); next.EventID != more {
+				t.Fatalf("%s's next message after %s is %+v, want %s", tc.a, answer, next, more)
+			}
+
 			// An edit: the receiver folds it into the original message.
 			edit := a.Edit(t, room, sent, text+" (edited)")
 			edited := b.WaitMessage(t, room, hstest.Match{EventID: sent, Edited: true})

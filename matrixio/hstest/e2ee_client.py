@@ -196,7 +196,8 @@ class E2EEClient:
         self.store_dir = ""
         self.login_ts = 0  # ms; events older than this predate the device ("history")
         self.messages = []
-        self.by_id = {}
+        self.by_id = {}  # event id -> Message
+        self.seq_of = {}  # event id -> arrival order, for every timeline event seen
         self.pending_edits = {}  # target event id -> [(sender, event_id, body or None)]
         self.pending_redactions = set()
         self.stuck_edits = []  # (MegolmEvent, target Message) of edits not decrypted yet
@@ -269,8 +270,9 @@ class E2EEClient:
     def take_event(self, room_id, ev):
         src = ev.source or {}
         event_id = src.get("event_id") or getattr(ev, "event_id", "")
-        if not event_id or event_id in self.by_id:
+        if not event_id or event_id in self.seq_of:
             return
+        self.seq_of[event_id] = len(self.seq_of)
         if isinstance(ev, RedactionEvent):
             self.redact(ev.redacts)
             return
@@ -307,7 +309,7 @@ class E2EEClient:
         return Message(room_id, event_id, ev.sender, ts, ts < self.login_ts)
 
     def add_message(self, msg):
-        msg.seq = len(self.messages)
+        msg.seq = self.seq_of[msg.event_id]
         self.messages.append(msg)
         self.by_id[msg.event_id] = msg
         for sender, edit_id, body, megolm in self.pending_edits.pop(msg.event_id, []):
@@ -319,7 +321,6 @@ class E2EEClient:
     def add_edit(self, target_id, sender, edit_id, body, megolm=None):
         """Fold an edit into its target; an undecryptable edit (megolm set, body None) is
         counted on the target and retried after every sync."""
-        self.by_id.setdefault(edit_id, None)
         target = self.by_id.get(target_id)
         if target is None:
             self.pending_edits.setdefault(target_id, []).append((sender, edit_id, body, megolm))
@@ -684,11 +685,9 @@ class E2EEClient:
         timeout = a.get("timeout_ms", 30000) / 1000
         after_seq = -1
         if a.get("after"):
-            anchor = self.by_id.get(a["after"])
-            if anchor is None:
-                await self.wait_for(lambda: self.by_id.get(a["after"]), timeout, f"event {a['after']}")
-                anchor = self.by_id[a["after"]]
-            after_seq = anchor.seq
+            after = a["after"]
+            await self.wait_for(lambda: after in self.seq_of, timeout, f"event {after}")
+            after_seq = self.seq_of[after]
         deadline = time.monotonic() + timeout
         grace = a.get("grace_ms", UNDECRYPTABLE_GRACE * 1000) / 1000
 
