@@ -3,7 +3,7 @@
 // drives it over stdin/stdout with the same line protocol as ../e2ee_client.py: one JSON request
 // per line ({"id": 1, "cmd": "send", ...}), one JSON response per line ({"id": 1, "ok": true,
 // "result": {...}} or {"id": 1, "ok": false, "error": "..."}). Only protocol lines go to stdout;
-// the SDK's logging goes to stderr (debug output only with HOOKROOM_HSTEST_JS_DEBUG=1), and
+// the SDK's warnings and errors go to stderr (all its logging with HOOKROOM_HSTEST_JS_DEBUG=1), and
 // nothing here prints a password or an access token.
 //
 // Node has no IndexedDB, so the SDK's sync store and the Rust crypto store live in memory. The
@@ -23,10 +23,11 @@ const stderrWrite = process.stderr.write.bind(process.stderr);
 process.stderr.write = (chunk, ...rest) => stderrWrite(scrub(chunk), ...rest);
 
 const debug = process.env.HOOKROOM_HSTEST_JS_DEBUG === "1";
-// The SDK logs through console: keep stdout for the protocol.
+// The SDK logs through console: keep stdout for the protocol, and warnings and errors only (the
+// Rust crypto's tracing says a lot at info level) unless debugging.
 const toStderr = (...args) => console.error(...args);
 console.log = toStderr;
-console.info = toStderr;
+console.info = debug ? toStderr : () => {};
 console.warn = toStderr;
 console.debug = debug ? toStderr : () => {};
 console.trace = debug ? toStderr : () => {};
