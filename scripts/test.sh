@@ -5,7 +5,9 @@
 #
 # It is what README.md tells a newcomer to run and exactly what .ci/run calls. It works unattended
 # (CI=true, no stdin) on a fresh Debian machine and is idempotent: a second run installs nothing.
-#   - python3-matrix-nio (apt) for /usr/bin/python3: the independent Matrix client in e2e tests
+#   - the independent Matrix clients of the e2e tests, by scripts/test-clients.sh: python3-matrix-nio
+#     and python3-olm (apt) for /usr/bin/python3, and matrix-js-sdk with its Rust crypto (npm ci in
+#     matrixio/hstest/jsclient; needs Node >= 20 and npm)
 #   - Dendrite v0.15.2, built once by scripts/dendrite.sh into ~/.cache/hookroom (cold: a few minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,17 +25,8 @@ step "go vet"
 go vet -tags goolm ./...
 
 step "test dependencies"
-if ! /usr/bin/python3 -c 'import nio' 2>/dev/null; then
-  sudo=()
-  if [[ $(id -u) -ne 0 ]]; then sudo=(sudo -n); fi
-  apt_get() { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q "$@" </dev/null; }
-  # Refresh the package lists only when apt does not know the package yet (a fresh machine).
-  if ! apt-cache policy python3-matrix-nio 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-    apt_get update
-  fi
-  apt_get install -y python3-matrix-nio
-  /usr/bin/python3 -c 'import nio' || { echo "python3-matrix-nio installed but /usr/bin/python3 cannot import nio" >&2; exit 1; }
-fi
+# python3-matrix-nio + python3-olm (apt) and matrix-js-sdk (npm ci in matrixio/hstest/jsclient).
+./scripts/test-clients.sh install
 ./scripts/dendrite.sh build
 HOOKROOM_DENDRITE_BIN="$(./scripts/dendrite.sh bin)"
 export HOOKROOM_DENDRITE_BIN

@@ -23,5 +23,18 @@
 // RunNio runs a Python script with Debian's python3-matrix-nio, an
 // independent Matrix client that nobody on this project wrote.
 //
+// StartClient starts an independent client with end-to-end encryption, as a
+// person's app would be: Nio (python3-matrix-nio with python3-olm) or JS
+// (matrix-js-sdk with its Rust crypto, as in Element). Both speak one line
+// protocol, so a test can run the same steps with either:
+//
+//	a := srv.StartClient(t, hstest.Nio, alice, hstest.ClientOptions{})
+//	room := a.CreateRoom(t, hstest.RoomOptions{Encrypted: true, Invite: []id.UserID{bot}})
+//	a.WaitMember(t, room, bot)
+//	asked := a.SendText(t, room, "hello bot")
+//	reply := a.WaitMessage(t, room, hstest.Match{Sender: bot, After: asked})
+//
+// scripts/test-clients.sh installs both (./scripts/test.sh runs it).
+//
 // Dendrite is AGPL-3.0: it is only run as a separate program, never imported.
 package hstest

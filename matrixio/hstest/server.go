@@ -173,26 +173,8 @@ func (s *Server) launch() error {
 		"--really-enable-open-registration")
 	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = out, out
-	// Pdeathsig: the kernel kills the server when its parent thread dies, so a test binary that
-	// panics, times out or is killed never leaves a server behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		// Pdeathsig follows the OS thread that forked the child, not the process, so this
-		// goroutine holds on to that thread until the server has exited.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		defer out.Close()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
+	p, err := startChild(cmd, func() { out.Close() })
+	if err != nil {
 		return fmt.Errorf("failed to run %s: %w", cmd.Path, err)
 	}
 	pid := cmd.Process.Pid
@@ -223,6 +205,37 @@ func (s *Server) launch() error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// startChild starts cmd as a child that dies with this test binary and reaps it in the
+// background: p.exited closes once it has exited; then onExit runs, if given (it also runs when
+// the start fails). Pdeathsig: the
+// kernel kills the child when its parent thread dies, so a test binary that panics, times out or
+// is killed never leaves a server or client behind.
+func startChild(cmd *exec.Cmd, onExit func()) (*process, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		// Pdeathsig follows the OS thread that forked the child, not the process, so this
+		// goroutine holds on to that thread until the child has exited.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if onExit != nil {
+			defer onExit()
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func answers(hc *http.Client, baseURL string) bool {

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# test-clients.sh — installs the independent Matrix clients that the end-to-end tests drive
+# (matrixio/hstest): nothing on this project wrote them, so they talk to hookroom as people's apps do.
+#
+#   scripts/test-clients.sh install       both of the below
+#   scripts/test-clients.sh install-nio   Debian's python3-matrix-nio and python3-olm (apt) for
+#                                         /usr/bin/python3; needs root or password-less sudo
+#   scripts/test-clients.sh install-js    `npm ci` in matrixio/hstest/jsclient (matrix-js-sdk with its
+#                                         Rust crypto, pinned by the committed package-lock.json)
+#
+# Unattended (no stdin) and idempotent: a step that is already done costs a check. install-js runs
+# npm ci again only when package.json, package-lock.json or the node version changed since the
+# last successful install (a stamp in node_modules records them), and holds a lock so that several
+# test binaries asking at once install once. Any failure exits non-zero with the tool's output.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+JSDIR="$ROOT/matrixio/hstest/jsclient"
+STAMP="$JSDIR/node_modules/.hookroom-install-stamp"
+# matrix-js-sdk 37.5.0 is the newest release that supports Node 20.
+readonly NODE_MIN_MAJOR=20
+
+say() { printf 'test-clients.sh: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+install_nio() {
+  if /usr/bin/python3 -c 'import nio, olm' 2>/dev/null; then return 0; fi
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then sudo=(sudo -n); fi
+  apt_get() { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q "$@" </dev/null; }
+  # Refresh the package lists only when apt does not know a package yet (a fresh machine).
+  local p
+  for p in python3-matrix-nio python3-olm; do
+    if ! apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+      apt_get update
+      break
+    fi
+  done
+  apt_get install -y python3-matrix-nio python3-olm
+  /usr/bin/python3 -c 'import nio, olm' ||
+    die "python3-matrix-nio and python3-olm installed but /usr/bin/python3 cannot import nio and olm"
+}
+
+js_fingerprint() {
+  { cat "$JSDIR/package.json" "$JSDIR/package-lock.json"; node --version; } | sha256sum | cut -d' ' -f1
+}
+
+install_js() {
+  command -v node >/dev/null || die "node is not installed (the js test client needs Node >= $NODE_MIN_MAJOR with npm)"
+  command -v npm >/dev/null || die "npm is not installed (the js test client needs it to install matrix-js-sdk)"
+  local major
+  major="$(node -p 'process.versions.node.split(".")[0]')"
+  ((major >= NODE_MIN_MAJOR)) || die "node $(node --version) is too old: the js test client needs Node >= $NODE_MIN_MAJOR"
+  [[ -f "$JSDIR/package-lock.json" ]] || die "missing $JSDIR/package-lock.json"
+  local want
+  want="$(js_fingerprint)"
+  [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] && return 0
+  exec 9>"$JSDIR/.install.lock"
+  flock 9
+  if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then exec 9>&-; return 0; fi
+  say "installing the js test client's packages (npm ci in $JSDIR)"
+  local log t0=$SECONDS
+  log="$(mktemp)"
+  if ! (cd "$JSDIR" && npm ci --no-audit --no-fund --loglevel=error) </dev/null >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    die "npm ci failed in $JSDIR (output above)"
+  fi
+  rm -f "$log"
+  (cd "$JSDIR" && node -e 'import("matrix-js-sdk").then(() => {}, (e) => { console.error(e); process.exit(1); })') ||
+    die "npm ci succeeded but node cannot import matrix-js-sdk in $JSDIR"
+  printf '%s\n' "$want" >"$STAMP"
+  exec 9>&-
+  say "installed in $((SECONDS - t0)) s"
+}
+
+case "${1:-}" in
+install) install_nio; install_js ;;
+install-nio) install_nio ;;
+install-js) install_js ;;
+*) echo "usage: $0 install | install-nio | install-js" >&2; exit 2 ;;
+esac
