@@ -277,6 +277,13 @@ func (a *Account) processCrypto(ctx context.Context, helper *cryptohelper.Crypto
 	}
 	mach := helper.Machine()
 	mach.ProcessSyncResponse(ctx, resp, since)
+	// People's device lists are stored once for all accounts (the crypto
+	// tables share them), so only the account that fetched a change first
+	// would notice a new device and stop using room keys the device lacks.
+	// Every account retires its sessions with a changed user itself.
+	for _, user := range resp.DeviceLists.Changed {
+		mach.OnDevicesChanged(ctx, user)
+	}
 	for _, evt := range members {
 		mach.HandleMemberEvent(ctx, evt)
 	}

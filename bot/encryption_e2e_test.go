@@ -1,0 +1,264 @@
+package bot
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"maunium.net/go/mautrix/crypto/cryptohelper"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/matrixio/hstest"
+)
+
+// A person with an independent end-to-end encrypting client talks to an
+// agent in a room hookroom created (encrypted by default): the person's
+// encrypted message is answered, the streamed reply and its edits arrive
+// encrypted and decrypt; after a hookroom restart the next exchange works
+// both ways; a second device of the person that logs in later reads the
+// agent's new replies. The first device is matrix-nio with libolm, the
+// second matrix-js-sdk with its Rust crypto (Element's stack).
+func TestEncryptedConversation(t *testing.T) {
+	e := newEnv(t)
+	llm := llmtest.NewServer(t)
+	alice := e.hs.RegisterUser(t, "alice")
+	cfg := e.config(fmt.Sprintf(`models:
+  agent:
+    provider: openai
+    base_url: %s
+    model: m
+rooms:
+  secret:
+    alias: %s
+    invite: ["%s"]
+authorization:
+  global_users: ["%s"]
+agents:
+  helper:
+    username: %s
+    rooms: [secret]
+`, llm.URL, e.localpart("secret"), alice.UserID, alice.UserID, e.localpart("helper")))
+	var rec events
+	opts := Options{PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond}
+	r := e.start(cfg, &rec, opts)
+	room := r.bot.w().rooms["secret"]
+	if enc, err := r.bot.router.IsEncrypted(context.Background(), room); err != nil || !enc {
+		t.Fatalf("the room hookroom created is not encrypted (%v, %v)", enc, err)
+	}
+	agent := e.userID("helper")
+
+	phone := e.hs.StartClient(t, hstest.Nio, alice, hstest.ClientOptions{})
+	phone.SyncUntil(t, room, hstest.UntilInvited, "", 0)
+	phone.Join(t, room)
+	phone.SyncUntil(t, room, hstest.UntilEncrypted, "", 0)
+
+	// A streamed reply: a placeholder edited while the model streams.
+	answer := "The first answer, streamed in several pieces to exercise the edits."
+	llm.Script(llmtest.Reply{Text: llmtest.Split(answer, 6), ChunkDelay: 80 * time.Millisecond})
+	q := phone.SendText(t, room, "@"+e.localpart("helper")+" hello?")
+	got := phone.WaitMessage(t, room, hstest.Match{Sender: agent, Contains: answer, ThreadRoot: q})
+	// The placeholder was edited while streaming; wait for the final edit.
+	waitUntil(t, 30*time.Second, "the final edit of the streamed reply", func() bool {
+		got = phone.WaitMessage(t, room, hstest.Match{EventID: got.EventID})
+		return got.FinalBody == answer
+	})
+	if !got.Encrypted || got.Undecryptable {
+		t.Errorf("reply encrypted=%v undecryptable=%v, want an encrypted reply that decrypts", got.Encrypted, got.Undecryptable)
+	}
+	if got.Edits < 1 || got.UndecryptableEdits > 0 || got.FinalBody != answer {
+		t.Errorf("reply edits=%d (undecryptable %d) final %q, want streamed edits that decrypt to %q", got.Edits, got.UndecryptableEdits, got.FinalBody, answer)
+	}
+	prompt := lastUserMessage(t, llm)
+	if !strings.Contains(prompt, "hello?") {
+		t.Errorf("the model got %q, want the decrypted question", prompt)
+	}
+
+	// Restart hookroom: same devices, same sessions.
+	r.stop(t)
+	r2 := e.start(cfg, &rec, opts)
+	llm.Script(llmtest.Text("Answer after the restart."))
+	q2 := phone.SendText(t, room, "@"+e.localpart("helper")+" still there?")
+	got = phone.WaitMessage(t, room, hstest.Match{Sender: agent, Contains: "Answer after the restart.", ThreadRoot: q2})
+	if !got.Encrypted || got.Undecryptable {
+		t.Errorf("reply after restart encrypted=%v undecryptable=%v", got.Encrypted, got.Undecryptable)
+	}
+	if prompt := lastUserMessage(t, llm); !strings.Contains(prompt, "still there?") {
+		t.Errorf("after the restart the model got %q, want the decrypted question", prompt)
+	}
+
+	// A second device logs in later; the agent's next reply reaches it.
+	laptop := e.hs.StartClient(t, hstest.JS, alice, hstest.ClientOptions{})
+	laptop.SyncUntil(t, room, hstest.UntilJoined, "", 0)
+	phone.WaitDevice(t, alice.UserID, laptop.DeviceID)
+	// The agent learns of the new device from its sync (device list
+	// change), as any client does; a reply sent before that would not be
+	// shared with it.
+	waitUntil(t, 30*time.Second, "the agent knows the laptop", func() bool {
+		return knowsDevice(t, r2.bot.w().agents["helper"], alice.UserID, laptop.DeviceID)
+	})
+	llm.Script(llmtest.Text("Answer for every device."))
+	q3 := phone.SendText(t, room, "@"+e.localpart("helper")+" and the laptop?")
+	for _, c := range []*hstest.Client{phone, laptop} {
+		got = c.WaitMessage(t, room, hstest.Match{Sender: agent, Contains: "Answer for every device.", ThreadRoot: q3})
+		if !got.Encrypted || got.Undecryptable {
+			t.Errorf("%s: reply encrypted=%v undecryptable=%v", c.Kind, got.Encrypted, got.Undecryptable)
+		}
+	}
+}
+
+// knowsDevice reports whether acct's crypto knows device of user.
+func knowsDevice(t *testing.T, acct *matrixio.Account, user id.UserID, device id.DeviceID) bool {
+	t.Helper()
+	helper, ok := acct.Client().Crypto.(*cryptohelper.CryptoHelper)
+	if !ok {
+		t.Fatalf("%s has no crypto helper", acct.UserID())
+	}
+	devices, err := helper.Machine().CryptoStore.GetDevices(context.Background(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok = devices[device]
+	return ok
+}
+
+// lastUserMessage returns the text of the last user message the scripted
+// model received.
+func lastUserMessage(t *testing.T, llm *llmtest.Server) string {
+	t.Helper()
+	req := llm.LastRequest(t)
+	for i := len(req.Body.Messages) - 1; i >= 0; i-- {
+		if req.Body.Messages[i].Role == "user" {
+			return string(req.Body.Messages[i].Content)
+		}
+	}
+	t.Fatalf("no user message in the last request")
+	return ""
+}
+
+// A message hookroom cannot decrypt (its room key never comes) is answered
+// once, after the grace period, with a short notice in its thread; the log
+// says so. A message after it is answered normally, which proves the room's
+// queue moved on and no second notice came in between.
+func TestUndecryptableMessageGetsNotice(t *testing.T) {
+	e := newEnv(t)
+	llm := llmtest.NewServer(t)
+	alice := e.hs.RegisterUser(t, "alice")
+	cfg := e.config(fmt.Sprintf(`  encryption:
+    decrypt_grace_ms: 1500
+models:
+  agent:
+    provider: openai
+    base_url: %s
+    model: m
+rooms:
+  secret:
+    alias: %s
+    invite: ["%s"]
+authorization:
+  global_users: ["%s"]
+agents:
+  helper:
+    username: %s
+    rooms: [secret]
+`, llm.URL, e.localpart("secret"), alice.UserID, alice.UserID, e.localpart("helper")))
+	var rec events
+	r := e.start(cfg, &rec, Options{})
+	room := r.bot.w().rooms["secret"]
+	agent := e.userID("helper")
+	phone := e.hs.StartClient(t, hstest.Nio, alice, hstest.ClientOptions{})
+	phone.SyncUntil(t, room, hstest.UntilInvited, "", 0)
+	phone.Join(t, room)
+	phone.SyncUntil(t, room, hstest.UntilEncrypted, "", 0)
+
+	// An encrypted event whose megolm session nobody shared with hookroom.
+	ctx := context.Background()
+	bogus := map[string]any{
+		"algorithm":  id.AlgorithmMegolmV1,
+		"sender_key": strings.Repeat("A", 43),
+		"session_id": strings.Repeat("B", 43),
+		"device_id":  "NOSUCHDEVICE",
+		"ciphertext": strings.Repeat("C", 120),
+	}
+	sent, err := alice.Client.SendMessageEvent(ctx, room, event.EventEncrypted, bogus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The router is in the room, so it speaks for hookroom.
+	notice := phone.WaitMessage(t, room, hstest.Match{Sender: e.userID("router"), Contains: "I can't read this message"})
+	if notice.MsgType != string(event.MsgNotice) || notice.ReplyTo != sent.EventID {
+		t.Errorf("notice msgtype %s reply to %s, want an m.notice replying to %s", notice.MsgType, notice.ReplyTo, sent.EventID)
+	}
+	// Barrier: the next message is answered, and it is the agent's next
+	// message after the notice (no second notice came first).
+	llm.Script(llmtest.Text("I can read this one."))
+	phone.SendText(t, room, "readable")
+	next := phone.WaitMessage(t, room, hstest.Match{Sender: agent, After: notice.EventID})
+	if !strings.Contains(next.FinalBody, "I can read this one.") {
+		t.Errorf("after the notice the agent sent %q, want the answer to the readable message", next.FinalBody)
+	}
+}
+
+// A person starts an encrypted direct message with an agent, as Element
+// does (is_direct, trusted_private_chat, encryption on): the agent joins,
+// answers without being mentioned, still answers after a restart, sees an
+// encrypted image the person sends, and leaves the room once the person
+// has left.
+func TestEncryptedDirectMessage(t *testing.T) {
+	e, cfg, opts := newDMEnv(t)
+	helper := e.userID("helper")
+	phone := e.hs.StartClient(t, hstest.JS, e.person, hstest.ClientOptions{})
+	room := phone.CreateRoom(t, hstest.RoomOptions{Encrypted: true, Direct: true, Invite: []id.UserID{helper}})
+	phone.WaitMember(t, room, helper)
+	phone.WaitDevice(t, helper, e.bot.bot.w().agents["helper"].DeviceID())
+
+	e.llm.Script(llmtest.Text("Hello from your DM."))
+	q := phone.SendText(t, room, "hi, no mention needed?")
+	got := phone.WaitMessage(t, room, hstest.Match{Sender: helper, Contains: "Hello from your DM.", ThreadRoot: q})
+	if !got.Encrypted || got.Undecryptable {
+		t.Errorf("DM reply encrypted=%v undecryptable=%v", got.Encrypted, got.Undecryptable)
+	}
+	if prompt := lastUserMessage(t, e.llm); !strings.Contains(prompt, "no mention needed?") {
+		t.Errorf("the model got %q", prompt)
+	}
+
+	// Restart, now with a model that sees images.
+	e.bot.stop(t)
+	cfg = e.config(strings.Replace(e.cfg, "model: agent-model", "model: agent-model\n    vision: true", 1))
+	e.bot = e.start(cfg, e.rec, opts)
+	e.llm.Script(llmtest.Text("Still here after the restart."))
+	q = phone.SendText(t, room, "are you back?")
+	phone.WaitMessage(t, room, hstest.Match{Sender: helper, Contains: "Still here after the restart.", ThreadRoot: q})
+
+	// An image in an encrypted room is an encrypted file: hookroom
+	// downloads and decrypts it for the model's prompt line.
+	pic := testPNG(t)
+	e.llm.Script(llmtest.Text("Nice picture."))
+	img, _ := phone.SendImage(t, room, "dot.png", "image/png", pic)
+	phone.WaitMessage(t, room, hstest.Match{Sender: helper, Contains: "Nice picture.", ThreadRoot: img})
+	wantURL := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pic)
+	var images []string
+	for _, p := range e.llm.LastRequest(t).LastUserParts() {
+		if p.Type == "image_url" {
+			images = append(images, p.ImageURL)
+		}
+	}
+	if len(images) != 1 || images[0] != wantURL {
+		t.Errorf("image parts %d (first %.40q), want the decrypted PNG", len(images), images)
+	}
+
+	// The person leaves: nobody is left, so the agent leaves and forgets.
+	if _, err := e.person.Client.LeaveRoom(context.Background(), room); err != nil {
+		t.Fatal(err)
+	}
+	b := e.bot.bot
+	waitUntil(t, 30*time.Second, "the agent left the empty DM", func() bool {
+		_, remembered := rememberedDM(t, b, room, helper)
+		return !remembered && !b.invited.has(room, helper)
+	})
+}
