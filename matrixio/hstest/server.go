@@ -122,12 +122,29 @@ func (s *Server) Stop() error {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
+		if sig := killedBy(p.err); sig != 0 && sig != syscall.SIGTERM {
+			// It died before our signal reached it (a crash noticed late).
+			return fmt.Errorf("dendrite in %s exited on its own (%v); end of its log:\n%s", s.Dir, p.err, s.logTail())
+		}
 		return nil
 	case <-time.After(stopTimeout):
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 		return fmt.Errorf("dendrite in %s did not stop within %s of SIGTERM and was killed", s.Dir, stopTimeout)
 	}
+}
+
+// killedBy returns the signal that ended a process, given cmd.Wait's
+// error, or 0 if it was not ended by a signal.
+func killedBy(err error) syscall.Signal {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return 0
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal()
+	}
+	return 0
 }
 
 // Restart stops the server and starts it again on the same directory and port: users, access
