@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/crypto"
 	"maunium.net/go/mautrix/crypto/cryptohelper"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -261,4 +263,74 @@ func TestEncryptedDirectMessage(t *testing.T) {
 		_, remembered := rememberedDM(t, b, room, helper)
 		return !remembered && !b.invited.has(room, helper)
 	})
+}
+
+// A message whose room key hookroom does not get with it (the sender
+// shared the session with nobody) is not lost: hookroom asks the sender's
+// device for the key, the sender's client forwards it, and the message is
+// answered like any other, without a notice.
+func TestLateKeyIsRequestedAndMessageAnswered(t *testing.T) {
+	e := newEnv(t)
+	llm := llmtest.NewServer(t)
+	alice := e.hs.RegisterUser(t, "alice")
+	withCrypto(t, alice)
+	ctx := context.Background()
+	helper := e.userID("helper")
+	resp, err := alice.Client.CreateRoom(ctx, &mautrix.ReqCreateRoom{
+		Preset: "private_chat", Invite: []id.UserID{e.userID("router"), helper},
+		InitialState: []*event.Event{{Type: event.StateEncryption, Content: event.Content{
+			Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := resp.RoomID
+	cfg := e.config(fmt.Sprintf(`models:
+  agent:
+    provider: openai
+    base_url: %s
+    model: m
+rooms:
+  secret:
+    id: "%s"
+authorization:
+  global_users: ["%s"]
+agents:
+  helper:
+    username: %s
+    rooms: [secret]
+`, llm.URL, room, alice.UserID, e.localpart("helper")))
+	var rec events
+	e.start(cfg, &rec, Options{})
+	in := arrivalsKeepSyncer(t, alice)
+
+	// Alice's client answers key requests from hookroom's devices (Element
+	// answers only its own user's; this stands in for a key that arrives
+	// late by any route).
+	mach := alice.Client.Crypto.(*cryptohelper.CryptoHelper).Machine()
+	mach.AllowKeyShare = func(context.Context, *id.Device, event.RequestedKeyInfo) *crypto.KeyShareRejection { return nil }
+	// A session shared with alice's own devices only.
+	if err := mach.ShareGroupSession(ctx, room, []id.UserID{alice.UserID}); err != nil {
+		t.Fatal(err)
+	}
+	content := &event.MessageEventContent{MsgType: event.MsgText, Body: "a message whose key comes late"}
+	enc, err := mach.EncryptMegolmEvent(ctx, room, event.EventMessage, content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm.Script(llmtest.Text("Got it, late key and all."))
+	sent, err := alice.Client.SendMessageEvent(ctx, room, event.EventEncrypted, enc, mautrix.ReqSendEvent{DontEncrypt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := waitIn(t, in, room, helper)
+	if body := reply.Content.AsMessage().Body; !strings.Contains(body, "Got it, late key and all.") {
+		t.Errorf("the agent answered %q, want the scripted answer (not a notice)", body)
+	}
+	if rel := reply.Content.AsMessage().RelatesTo; rel == nil || rel.GetThreadParent() != sent.EventID {
+		t.Errorf("reply relation %+v, want the thread of %s", rel, sent.EventID)
+	}
+	if prompt := lastUserMessage(t, llm); !strings.Contains(prompt, "a message whose key comes late") {
+		t.Errorf("the model got %q", prompt)
+	}
 }

@@ -368,9 +368,28 @@ func (m *Manager) Decrypt(ctx context.Context, evt *event.Event) (*event.Event, 
 	return dec, nil
 }
 
+// sessionPollInterval is how often waitForSession looks into the store:
+// mautrix notifies waiters of room keys sent to the device, but not of
+// keys forwarded in answer to a key request.
+const sessionPollInterval = time.Second
+
 // waitForSession waits until any of helpers has the megolm session of
 // content, for at most d.
 func waitForSession(ctx context.Context, helpers []*cryptohelper.CryptoHelper, room id.RoomID, content *event.EncryptedEventContent, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		step := min(time.Until(deadline), sessionPollInterval)
+		if step <= 0 || ctx.Err() != nil {
+			return false
+		}
+		if waitForSessionOnce(ctx, helpers, room, content, step) {
+			return true
+		}
+	}
+}
+
+// waitForSessionOnce is one step of waitForSession.
+func waitForSessionOnce(ctx context.Context, helpers []*cryptohelper.CryptoHelper, room id.RoomID, content *event.EncryptedEventContent, d time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	found := make(chan bool, len(helpers))
