@@ -152,29 +152,38 @@ func (b *Bot) handleInvite(ctx context.Context, e entity, inv matrixio.Invite) e
 // acceptInvite joins the room and, for a person's invite, remembers it.
 func (b *Bot) acceptInvite(ctx context.Context, e entity, inv matrixio.Invite, remember bool) error {
 	log := zerolog.Ctx(ctx)
+	row := tracking.InvitedRoom{
+		RoomID: inv.RoomID, Account: e.account.UserID(), Inviter: inv.Sender,
+		IsDirect: isDirect(inv), AcceptedAt: time.Now(),
+	}
+	// A person's room is remembered before joining: a crash right after the
+	// join (whose next sync no longer shows the invite) still finds it.
+	if remember {
+		if err := b.track.RememberInvitedRoom(context.WithoutCancel(ctx), row); err != nil {
+			log.Error().Err(err).Msg("failed to remember a room joined on an invite; it is forgotten at the next restart")
+		}
+	}
 	jctx, cancel := context.WithTimeout(ctx, inviteTimeout)
 	err := e.account.AcceptInvite(jctx, inv.RoomID)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
+			// Stopping: the batch is handed over again at the next start.
 			return fmt.Errorf("failed to accept the invite to %s: %w", inv.RoomID, ctx.Err())
 		}
 		log.Warn().Err(err).Msg("failed to accept invite")
+		if remember {
+			if _, ferr := b.track.ForgetInvitedRoom(context.WithoutCancel(ctx), inv.RoomID, e.account.UserID()); ferr != nil {
+				log.Error().Err(ferr).Msg("failed to forget a room whose invite could not be accepted")
+			}
+		}
 		return nil
 	}
 	if !remember {
 		log.Info().Msg("accepted invite")
 		return nil
 	}
-	row := tracking.InvitedRoom{
-		RoomID: inv.RoomID, Account: e.account.UserID(), Inviter: inv.Sender,
-		IsDirect: isDirect(inv), AcceptedAt: time.Now(),
-	}
 	b.invited.set(row)
-	if err := b.track.RememberInvitedRoom(context.WithoutCancel(ctx), row); err != nil {
-		// The room is served until the next restart.
-		log.Error().Err(err).Msg("failed to remember a room joined on an invite; it is forgotten at the next restart")
-	}
 	log.Info().Bool("is_direct", row.IsDirect).Msg("accepted invite; answering in this room")
 	return nil
 }
