@@ -45,23 +45,7 @@ agents:
     model: agent
     rooms: [main]
 `, e.llm.URL, vision, e.room, e.person.UserID, e.localpart("seer"))
-	hs := append([]hooks.Hook{
-		hooks.Handle(hooks.MessageAfterResponse, "after", func(_ context.Context, c *hooks.AfterResponseContext) error {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.terminal = append(e.terminal, "after:"+c.Result.Text)
-			e.results = append(e.results, c.Result)
-			e.rec.add("terminal")
-			return nil
-		}),
-		hooks.Handle(hooks.MessageCancelled, "cancelled", func(_ context.Context, c *hooks.CancelledContext) error {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.terminal = append(e.terminal, "cancelled:"+string(c.Info.Reason)+":"+c.Info.Detail)
-			e.rec.add("terminal")
-			return nil
-		}),
-	}, extra...)
+	hs := append(e.terminalHooks(), extra...)
 	e.bot = e.start(e.config(e.cfg), e.rec, Options{
 		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
 		Registry: func(s hooks.Services) (*hooks.Registry, error) {

@@ -40,6 +40,20 @@ func withCrypto(tb testing.TB, u *hstest.User) {
 	u.Client.Crypto = helper
 }
 
+// createEncryptedRoom makes an encrypted private room of u inviting users.
+func createEncryptedRoom(tb testing.TB, u *hstest.User, invite ...id.UserID) id.RoomID {
+	tb.Helper()
+	resp, err := u.Client.CreateRoom(context.Background(), &mautrix.ReqCreateRoom{
+		Preset: "private_chat", Invite: invite,
+		InitialState: []*event.Event{{Type: event.StateEncryption, Content: event.Content{
+			Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}}}},
+	})
+	if err != nil {
+		tb.Fatalf("create encrypted room: %v", err)
+	}
+	return resp.RoomID
+}
+
 // BenchmarkEncryptedTurnLatency compares one turn in an encrypted room with
 // one in an unencrypted room, side by side in the same run: a person with
 // a crypto-enabled client (mautrix's) sends, an instant scripted model
@@ -55,15 +69,7 @@ func BenchmarkEncryptedTurnLatency(b *testing.B) {
 	withCrypto(b, alice)
 	ctx := context.Background()
 	plain := createRoom(b, alice, e.userID("router"), e.userID("helper"))
-	resp, err := alice.Client.CreateRoom(ctx, &mautrix.ReqCreateRoom{
-		Preset: "private_chat", Invite: []id.UserID{e.userID("router"), e.userID("helper")},
-		InitialState: []*event.Event{{Type: event.StateEncryption, Content: event.Content{
-			Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}}}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	secret := resp.RoomID
+	secret := createEncryptedRoom(b, alice, e.userID("router"), e.userID("helper"))
 	cfg := e.config(fmt.Sprintf(`models:
   agent:
     provider: openai

@@ -15,22 +15,17 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
-// A person with an independent end-to-end encrypting client talks to an
-// agent in a room hookroom created (encrypted by default): the person's
-// encrypted message is answered, the streamed reply and its edits arrive
-// encrypted and decrypt; after a hookroom restart the next exchange works
-// both ways; a second device of the person that logs in later reads the
-// agent's new replies. The first device is matrix-nio with libolm, the
-// second matrix-js-sdk with its Rust crypto (Element's stack).
-func TestEncryptedConversation(t *testing.T) {
-	e := newEnv(t)
-	llm := llmtest.NewServer(t)
-	alice := e.hs.RegisterUser(t, "alice")
-	cfg := e.config(fmt.Sprintf(`models:
+// secretRoomConfig is config.yaml for one agent, "helper", on a scripted
+// model, in a room "secret" that hookroom creates (encrypted, the default)
+// and invites alice to; matrixExtra is added to the matrix section.
+func (e *testEnv) secretRoomConfig(llm *llmtest.Server, alice *hstest.User, matrixExtra string) *config.Config {
+	e.t.Helper()
+	return e.config(fmt.Sprintf(`%smodels:
   agent:
     provider: openai
     base_url: %s
@@ -45,7 +40,32 @@ agents:
   helper:
     username: %s
     rooms: [secret]
-`, llm.URL, e.localpart("secret"), alice.UserID, alice.UserID, e.localpart("helper")))
+`, matrixExtra, llm.URL, e.localpart("secret"), alice.UserID, alice.UserID, e.localpart("helper")))
+}
+
+// joinEncrypted starts an independent client of kind for u that accepts
+// the invite to room and waits until it sees the room as encrypted.
+func (e *testEnv) joinEncrypted(t *testing.T, kind hstest.ClientKind, u *hstest.User, room id.RoomID) *hstest.Client {
+	t.Helper()
+	c := e.hs.StartClient(t, kind, u, hstest.ClientOptions{})
+	c.SyncUntil(t, room, hstest.UntilInvited, "", 0)
+	c.Join(t, room)
+	c.SyncUntil(t, room, hstest.UntilEncrypted, "", 0)
+	return c
+}
+
+// A person with an independent end-to-end encrypting client talks to an
+// agent in a room hookroom created (encrypted by default): the person's
+// encrypted message is answered, the streamed reply and its edits arrive
+// encrypted and decrypt; after a hookroom restart the next exchange works
+// both ways; a second device of the person that logs in later reads the
+// agent's new replies. The first device is matrix-nio with libolm, the
+// second matrix-js-sdk with its Rust crypto (Element's stack).
+func TestEncryptedConversation(t *testing.T) {
+	e := newEnv(t)
+	llm := llmtest.NewServer(t)
+	alice := e.hs.RegisterUser(t, "alice")
+	cfg := e.secretRoomConfig(llm, alice, "")
 	var rec events
 	opts := Options{PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond}
 	r := e.start(cfg, &rec, opts)
@@ -55,10 +75,7 @@ agents:
 	}
 	agent := e.userID("helper")
 
-	phone := e.hs.StartClient(t, hstest.Nio, alice, hstest.ClientOptions{})
-	phone.SyncUntil(t, room, hstest.UntilInvited, "", 0)
-	phone.Join(t, room)
-	phone.SyncUntil(t, room, hstest.UntilEncrypted, "", 0)
+	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
 
 	// A streamed reply: a placeholder edited while the model streams.
 	answer := "The first answer, streamed in several pieces to exercise the edits."
@@ -151,32 +168,12 @@ func TestUndecryptableMessageGetsNotice(t *testing.T) {
 	e := newEnv(t)
 	llm := llmtest.NewServer(t)
 	alice := e.hs.RegisterUser(t, "alice")
-	cfg := e.config(fmt.Sprintf(`  encryption:
-    decrypt_grace_ms: 1500
-models:
-  agent:
-    provider: openai
-    base_url: %s
-    model: m
-rooms:
-  secret:
-    alias: %s
-    invite: ["%s"]
-authorization:
-  global_users: ["%s"]
-agents:
-  helper:
-    username: %s
-    rooms: [secret]
-`, llm.URL, e.localpart("secret"), alice.UserID, alice.UserID, e.localpart("helper")))
+	cfg := e.secretRoomConfig(llm, alice, "  encryption:\n    decrypt_grace_ms: 1500\n")
 	var rec events
 	r := e.start(cfg, &rec, Options{})
 	room := r.bot.w().rooms["secret"]
 	agent := e.userID("helper")
-	phone := e.hs.StartClient(t, hstest.Nio, alice, hstest.ClientOptions{})
-	phone.SyncUntil(t, room, hstest.UntilInvited, "", 0)
-	phone.Join(t, room)
-	phone.SyncUntil(t, room, hstest.UntilEncrypted, "", 0)
+	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
 
 	// An encrypted event whose megolm session nobody shared with hookroom.
 	ctx := context.Background()
@@ -276,15 +273,7 @@ func TestLateKeyIsRequestedAndMessageAnswered(t *testing.T) {
 	withCrypto(t, alice)
 	ctx := context.Background()
 	helper := e.userID("helper")
-	resp, err := alice.Client.CreateRoom(ctx, &mautrix.ReqCreateRoom{
-		Preset: "private_chat", Invite: []id.UserID{e.userID("router"), helper},
-		InitialState: []*event.Event{{Type: event.StateEncryption, Content: event.Content{
-			Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	room := resp.RoomID
+	room := createEncryptedRoom(t, alice, e.userID("router"), helper)
 	cfg := e.config(fmt.Sprintf(`models:
   agent:
     provider: openai

@@ -73,23 +73,7 @@ authorization:
   default_room_access: false
 `, e.llm.URL, e.localpart("helper"), e.person.UserID)
 	cfg := e.config(e.cfg)
-	terminal := []hooks.Hook{
-		hooks.Handle(hooks.MessageAfterResponse, "after", func(_ context.Context, c *hooks.AfterResponseContext) error {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.terminal = append(e.terminal, "after:"+c.Result.Text)
-			e.results = append(e.results, c.Result)
-			e.rec.add("terminal")
-			return nil
-		}),
-		hooks.Handle(hooks.MessageCancelled, "cancelled", func(_ context.Context, c *hooks.CancelledContext) error {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.terminal = append(e.terminal, "cancelled:"+string(c.Info.Reason))
-			e.rec.add("terminal")
-			return nil
-		}),
-	}
+	terminal := e.terminalHooks()
 	opts := Options{
 		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
 		ConfigOptions: []config.Option{config.WithLookupEnv(func(k string) (string, bool) {

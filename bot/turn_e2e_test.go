@@ -40,6 +40,28 @@ type turnEnv struct {
 	results  []hooks.ResponseResult
 }
 
+// terminalHooks record message:after_response ("after:TEXT", with its
+// result) and message:cancelled ("cancelled:REASON") in e.terminal.
+func (e *turnEnv) terminalHooks() []hooks.Hook {
+	return []hooks.Hook{
+		hooks.Handle(hooks.MessageAfterResponse, "after", func(_ context.Context, c *hooks.AfterResponseContext) error {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.terminal = append(e.terminal, "after:"+c.Result.Text)
+			e.results = append(e.results, c.Result)
+			e.rec.add("terminal")
+			return nil
+		}),
+		hooks.Handle(hooks.MessageCancelled, "cancelled", func(_ context.Context, c *hooks.CancelledContext) error {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.terminal = append(e.terminal, "cancelled:"+string(c.Info.Reason))
+			e.rec.add("terminal")
+			return nil
+		}),
+	}
+}
+
 // newTurnEnv sets up agents (names with their yaml) in one room; extra
 // hooks join the recorder's plugin.
 func newTurnEnv(t *testing.T, agentNames []string, agentYAML string, extra ...hooks.Hook) *turnEnv {
@@ -74,23 +96,7 @@ rooms:
 authorization:
   global_users: ["%s"]
 %s`, e.llm.URL, e.llm.URL, e.room, e.person.UserID, agentsYAML.String())
-	hs := append([]hooks.Hook{
-		hooks.Handle(hooks.MessageAfterResponse, "after", func(_ context.Context, c *hooks.AfterResponseContext) error {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.terminal = append(e.terminal, "after:"+c.Result.Text)
-			e.results = append(e.results, c.Result)
-			e.rec.add("terminal")
-			return nil
-		}),
-		hooks.Handle(hooks.MessageCancelled, "cancelled", func(_ context.Context, c *hooks.CancelledContext) error {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.terminal = append(e.terminal, "cancelled:"+string(c.Info.Reason))
-			e.rec.add("terminal")
-			return nil
-		}),
-	}, extra...)
+	hs := append(e.terminalHooks(), extra...)
 	cfg := e.config(e.cfg)
 	e.opts = Options{
 		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
