@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -74,18 +75,22 @@ func fakePlugin(mode string) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var conn *jsonrpc.Conn
+	// The handler can run before NewConn returns (the host writes first).
+	var conn atomic.Pointer[jsonrpc.Conn]
+	ready := make(chan struct{})
 	h := jsonrpc.HandlerFunc(func(rctx context.Context, req *jsonrpc.Request) (any, error) {
-		return fakeServe(rctx, conn, mode, req, cancel)
+		<-ready
+		return fakeServe(rctx, conn.Load(), mode, req, cancel)
 	})
 	// A pollable stdin, as the SDK makes it (see plugins/sdk).
 	in := os.Stdin
 	if syscall.SetNonblock(0, true) == nil {
 		in = os.NewFile(0, "/dev/stdin")
 	}
-	conn = jsonrpc.NewConn(in, os.Stdout, h, jsonrpc.Options{})
+	conn.Store(jsonrpc.NewConn(in, os.Stdout, h, jsonrpc.Options{}))
+	close(ready)
 	select {
-	case <-conn.Done():
+	case <-conn.Load().Done():
 	case <-ctx.Done():
 	}
 	if mode == "ignore_term" {
