@@ -323,3 +323,27 @@ agents:
 		t.Errorf("the model got %q", prompt)
 	}
 }
+
+// With matrix.encryption.share_keys_with: cross_signed, a device its owner
+// never cross-signed (the test client does not do cross-signing) gets no
+// room key: the agent's reply stays unreadable there, while hookroom still
+// reads and answers the person.
+func TestShareKeysOnlyWithCrossSignedDevices(t *testing.T) {
+	e := newEnv(t)
+	llm := llmtest.NewServer(t)
+	alice := e.hs.RegisterUser(t, "alice")
+	cfg := e.secretRoomConfig(llm, alice, "  encryption:\n    share_keys_with: cross_signed\n")
+	var rec events
+	r := e.start(cfg, &rec, Options{})
+	room := r.bot.w().rooms["secret"]
+	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
+	llm.Script(llmtest.Text("Only for signed devices."))
+	q := phone.SendText(t, room, "@"+e.localpart("helper")+" can I read you?")
+	got := phone.WaitMessage(t, room, hstest.Match{Sender: e.userID("helper"), ThreadRoot: q, AllowUndecryptable: true})
+	if !got.Undecryptable {
+		t.Errorf("an unsigned device decrypted the reply %q; want no room key for it", got.FinalBody)
+	}
+	if prompt := lastUserMessage(t, llm); !strings.Contains(prompt, "can I read you?") {
+		t.Errorf("the model got %q, want the person's decrypted question", prompt)
+	}
+}
