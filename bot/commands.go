@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
@@ -63,7 +62,7 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 		if err != nil {
 			reply = "Reload failed; the running configuration stays in service:\n\n```\n" + err.Error() + "\n```"
 		} else {
-			reply = fmt.Sprintf("Reloaded in %s: %s.", rep.Took.Round(time.Millisecond), rep.Summary())
+			reply = fmt.Sprintf("Reloaded in %s: %s.", logDuration(rep.Took), rep.Summary())
 		}
 	case "hooks":
 		if !slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender) {

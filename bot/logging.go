@@ -1,11 +1,15 @@
 package bot
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
 	"github.com/hookroom/hookroom/config"
@@ -13,6 +17,12 @@ import (
 
 // NewLogger returns the server's logger as config.yaml's log section asks
 // for, writing to w (os.Stderr when nil).
+//
+// The console format is coloured only when w is a terminal and NO_COLOR is
+// not set: a log redirected to a file, a pipe or journald is plain text.
+// Durations are written with their unit ("took=2.1ms" in the console
+// format, "took":"2.1ms" in JSON) wherever hookroom logs one; see
+// logDuration.
 func NewLogger(cfg config.Log, w io.Writer) (zerolog.Logger, error) {
 	if w == nil {
 		w = os.Stderr
@@ -24,8 +34,101 @@ func NewLogger(cfg config.Log, w io.Writer) (zerolog.Logger, error) {
 		}
 		level = zerolog.InfoLevel
 	}
+	var out io.Writer = w
 	if cfg.Format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !colourful(w)}
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+	out = quietCancels{w: out, debug: level <= zerolog.DebugLevel}
+	return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil
+}
+
+// colourful reports whether console output to w may use ANSI colours: w is
+// a terminal and the NO_COLOR convention (no-color.org) is not in force.
+func colourful(w io.Writer) bool {
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// logDuration is a duration as a log field value: with its unit, rounded to
+// what a person reads (2.137ms, 1.5s).
+func logDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	default:
+		return d.Round(time.Microsecond).String()
+	}
+}
+
+// quietCancels writes the Matrix client's "Request canceled" lines at debug
+// level instead of warn (and drops them when the log is above debug). The
+// client library logs every request whose context was cancelled as a
+// warning, but hookroom cancels requests only on purpose: a typing notice
+// it no longer needs, a turn someone stopped, the long-poll sync and
+// whatever is in flight when hookroom stops. Whatever a cancellation means
+// for a turn is logged by hookroom itself. Requests that time out or fail
+// are not touched.
+type quietCancels struct {
+	w     io.Writer
+	debug bool
+}
+
+var (
+	warnPrefix     = []byte(`{"level":"warn"`)
+	debugPrefix    = []byte(`{"level":"debug"`)
+	canceledSuffix = []byte(`"message":"Request canceled"}`)
+)
+
+func (q quietCancels) Write(p []byte) (int, error) {
+	if bytes.HasPrefix(p, warnPrefix) && bytes.HasSuffix(bytes.TrimRight(p, "\n"), canceledSuffix) {
+		if !q.debug {
+			return len(p), nil
+		}
+		line := append(append([]byte{}, debugPrefix...), p[len(warnPrefix):]...)
+		if _, err := q.w.Write(line); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return q.w.Write(p)
+}
+
+// splitErrors returns one error per configuration problem in err: when err
+// holds a config.ErrorList of several problems, each is returned wrapped in
+// what err says around the list ("failed to reload: config.yaml:12: …");
+// otherwise err alone.
+func splitErrors(err error) []error {
+	var list config.ErrorList
+	if !errors.As(err, &list) || len(list) < 2 {
+		return []error{err}
+	}
+	head := strings.TrimSuffix(strings.TrimSuffix(err.Error(), list.Error()), ": ")
+	out := make([]error, len(list))
+	for i, e := range list {
+		if head == "" || head == err.Error() {
+			out[i] = e
+		} else {
+			out[i] = fmt.Errorf("%s: %w", head, e)
+		}
+	}
+	return out
+}
+
+// logErrors logs err at level with msg, one line per configuration
+// problem it holds (see splitErrors), each naming its file:line. Lines of
+// one error carry problem=N/M.
+func logErrors(log *zerolog.Logger, level zerolog.Level, err error, msg string) {
+	errs := splitErrors(err)
+	for i, e := range errs {
+		ev := log.WithLevel(level).Err(e)
+		if len(errs) > 1 {
+			ev = ev.Str("problem", fmt.Sprintf("%d/%d", i+1, len(errs)))
+		}
+		ev.Msg(msg)
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/rs/zerolog"
+
 	"github.com/hookroom/hookroom/config"
 )
 
@@ -55,11 +57,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(rest); err != nil {
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignal()
 	defer stop()
 	cfg, err := config.Load(ctx, *cfgPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "hookroom: %v\n", err)
+		printErrors(stderr, err)
 		return 1
 	}
 	log, err := NewLogger(cfg.Log, stderr)
@@ -72,7 +74,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "check":
 		b, err := New(ctx, cfg, Options{})
 		if err != nil {
-			fmt.Fprintf(stderr, "hookroom: %v\n", err)
+			printErrors(stderr, err)
 			return 1
 		}
 		b.Close()
@@ -81,7 +83,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "hooks":
 		b, err := New(ctx, cfg, Options{})
 		if err != nil {
-			fmt.Fprintf(stderr, "hookroom: %v\n", err)
+			printErrors(stderr, err)
 			return 1
 		}
 		defer b.Close()
@@ -102,7 +104,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	b, err := New(ctx, cfg, Options{Watch: true})
 	if err != nil {
-		log.Error().Err(err).Msg("failed to start")
+		logErrors(&log, zerolog.ErrorLevel, err, "failed to start")
 		return 1
 	}
 	if err := b.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -110,4 +112,31 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// stopOnSignal returns a context cancelled on SIGINT or SIGTERM. Unlike
+// signal.NotifyContext's, its cause is the plain context.Canceled: requests
+// cut short by a shutdown then read as cancelled (logged at debug by the
+// Matrix client, see quietCancels), not as failed with a "signal received"
+// error.
+func stopOnSignal() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
+}
+
+// printErrors prints err for the command line: each problem of a
+// configuration error list on a line of its own, behind what failed.
+func printErrors(w io.Writer, err error) {
+	for _, e := range splitErrors(err) {
+		fmt.Fprintf(w, "hookroom: %v\n", e)
+	}
 }

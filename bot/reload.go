@@ -25,14 +25,50 @@ type ReloadReport struct {
 	Took         time.Duration
 }
 
-// Summary is a one-paragraph human-readable account of the report.
+// Summary is a one-line human-readable account of the report, each change
+// named once: "agents +ops -old ~code; plugins: added audit_log, restarted
+// geo; models; needs a restart: matrix". Plugins are described by what
+// happened to their instances when the reload built a plugin set, by the
+// configuration's diff otherwise; sections that only take effect after a
+// restart appear under "needs a restart" alone.
 func (r ReloadReport) Summary() string {
+	c := r.Config
 	var parts []string
-	if !r.Config.IsEmpty() {
-		parts = append(parts, "config: "+r.Config.String())
+	list := func(name string, added, removed, changed []string) {
+		var items []string
+		for _, a := range added {
+			items = append(items, "+"+a)
+		}
+		for _, a := range removed {
+			items = append(items, "-"+a)
+		}
+		for _, a := range changed {
+			items = append(items, "~"+a)
+		}
+		if len(items) > 0 {
+			parts = append(parts, name+" "+strings.Join(items, " "))
+		}
 	}
+	list("agents", c.AgentsAdded, c.AgentsRemoved, c.AgentsChanged)
+	list("rooms", c.RoomsAdded, c.RoomsRemoved, c.RoomsChanged)
 	if len(r.Plugins) > 0 {
 		parts = append(parts, "plugins: "+strings.Join(r.Plugins, ", "))
+	} else {
+		list("plugins", c.PluginsAdded, c.PluginsRemoved, c.PluginsChanged)
+		if c.PluginOrder {
+			parts = append(parts, "plugin order")
+		}
+	}
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{
+		{c.Models, "models"}, {c.Router, "router"}, {c.Authorization, "authorization"},
+		{c.Defaults, "defaults"}, {c.Hooks, "hooks"}, {c.Attachments, "attachments"},
+	} {
+		if f.set {
+			parts = append(parts, f.name)
+		}
 	}
 	if len(r.NeedsRestart) > 0 {
 		parts = append(parts, "needs a restart: "+strings.Join(r.NeedsRestart, ", "))
@@ -134,8 +170,16 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 		_ = old.plugins.Close() // stops only what the new set does not use
 	}
 	b.emitReloaded(ctx, rep)
-	zerolog.Ctx(ctx).Info().Str("changes", rep.Summary()).Dur("took", rep.Took).Msg("configuration reloaded")
+	zerolog.Ctx(ctx).Info().Str("changes", rep.Summary()).Str("took", logDuration(rep.Took)).Msg("configuration reloaded")
 	return rep, nil
+}
+
+// reloadAndLog reloads as the file watcher does and logs a failure, one
+// line per configuration problem (Reload logs a success itself).
+func (b *Bot) reloadAndLog(ctx context.Context) {
+	if _, err := b.Reload(ctx, false); err != nil {
+		logErrors(zerolog.Ctx(ctx), zerolog.ErrorLevel, err, "configuration not reloaded; the running one stays in service")
+	}
 }
 
 // discard closes what a failed reload started and the old world does not use.

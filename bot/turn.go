@@ -581,6 +581,8 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 	level := zerolog.WarnLevel
 	if r, cause := stopCause(ctx); cause != nil {
 		reason, err, level = r, cause, zerolog.InfoLevel // a person's choice, not a fault
+	} else if ctx.Err() != nil {
+		level = zerolog.InfoLevel // hookroom is stopping (or the agent was removed): not a fault
 	}
 	ctx = context.WithoutCancel(ctx)
 	t.log.WithLevel(level).Err(err).Str("reason", string(reason)).Msg("turn failed")

@@ -62,9 +62,7 @@ func (b *Bot) watch(ctx context.Context) {
 				timer.Reset(reloadDebounce)
 			}
 		case <-timer.C:
-			if _, err := b.Reload(ctx, false); err != nil {
-				log.Error().Err(err).Msg("configuration not reloaded; the running one stays in service")
-			}
+			b.reloadAndLog(ctx)
 			sync()
 		}
 	}

@@ -88,7 +88,8 @@ type Database struct {
 type Log struct {
 	// Level is "debug", "info" (default), "warn" or "error".
 	Level string `yaml:"level"`
-	// Format is "console" (default, human-readable) or "json".
+	// Format is "console" (default, human-readable; coloured only on a
+	// terminal without NO_COLOR) or "json".
 	Format string `yaml:"format"`
 }
 

@@ -2,11 +2,13 @@
 # demo.sh — run hookroom end to end on this machine, from nothing:
 #   1. builds and starts a local Dendrite homeserver on 127.0.0.1 (scripts/dendrite.sh),
 #   2. creates a person's account and prints its login,
-#   3. writes a demo config.yaml (the offline `echo` model, unless an OpenAI-compatible
-#      endpoint is configured through the environment),
+#   3. writes a demo config.yaml when there is none (the offline `echo` model, unless an
+#      OpenAI-compatible endpoint is configured through the environment); an existing one,
+#      with the operator's edits, is kept,
 #   4. builds and runs hookroom, which creates its router and agent accounts and the lobby room
-#      and invites the person.
+#      and invites the person, and says "hookroom is ready" once every account caught up.
 # Then log in with any Matrix client (Element, nheko, gomuks, …) at the printed URL.
+# hookroom reloads config.yaml when it is saved; `rm DIR/config.yaml` brings the default back.
 #
 #   ./scripts/demo.sh            run until Ctrl-C (the homeserver is stopped too)
 #   ./scripts/demo.sh --smoke    start everything, check that hookroom comes up, stop (used by the tests)
@@ -33,7 +35,11 @@ mkdir -p "$DEMO"
 DEMO="$(cd "$DEMO" && pwd)"
 HS="$DEMO/homeserver"
 
-say() { printf '\033[1mdemo:\033[0m %s\n' "$*" >&2; }
+if [[ -t 2 && -z "${NO_COLOR:-}" ]]; then
+  say() { printf '\033[1mdemo:\033[0m %s\n' "$*" >&2; }
+else
+  say() { printf 'demo: %s\n' "$*" >&2; }
+fi
 
 say "building hookroom"
 go build -tags goolm -o "$DEMO/hookroom" ./cmd/hookroom
@@ -62,35 +68,42 @@ if [[ ! -s "$DEMO/person.password" ]]; then
 fi
 PERSON_ID="@$PERSON:$SERVER_NAME"
 
-if [[ -n "${OPENAI_API_KEY:-}" || -n "${HOOKROOM_OPENAI_BASE_URL:-}" ]]; then
-  MODEL_NOTE="an OpenAI-compatible model at ${HOOKROOM_OPENAI_BASE_URL:-https://api.openai.com/v1}"
-  MODELS=$(cat <<YAML
+CONFIG="$DEMO/config.yaml"
+if [[ -s "$CONFIG" ]]; then
+  MODEL_NOTE="as set in config.yaml"
+  CONFIG_NOTE="kept as you left it (rm it for the default)"
+else
+  if [[ -n "${OPENAI_API_KEY:-}" || -n "${HOOKROOM_OPENAI_BASE_URL:-}" ]]; then
+    MODEL_NOTE="an OpenAI-compatible model at ${HOOKROOM_OPENAI_BASE_URL:-https://api.openai.com/v1}"
+    MODELS=$(cat <<'YAML'
 models:
   default:
     provider: openai
-    base_url: \${HOOKROOM_OPENAI_BASE_URL:-https://api.openai.com/v1}
-    api_key: \${OPENAI_API_KEY:-}
-    model: \${HOOKROOM_OPENAI_MODEL:-gpt-4o-mini}
+    base_url: ${HOOKROOM_OPENAI_BASE_URL:-https://api.openai.com/v1}
+    api_key: ${OPENAI_API_KEY:-}
+    model: ${HOOKROOM_OPENAI_MODEL:-gpt-4o-mini}
 YAML
 )
-else
-  MODEL_NOTE="the offline echo model (set OPENAI_API_KEY or HOOKROOM_OPENAI_BASE_URL for a real one)"
-  MODELS=$(cat <<'YAML'
+  else
+    MODEL_NOTE="the offline echo model (set OPENAI_API_KEY or HOOKROOM_OPENAI_BASE_URL for a real one)"
+    MODELS=$(cat <<'YAML'
 models:
   default:
     provider: echo
 YAML
 )
-fi
-
-cat > "$DEMO/config.yaml" <<YAML
-# Written by scripts/demo.sh; see config.example.yaml for every key.
+  fi
+  # Written once: later runs keep the operator's edits. The homeserver URL and the
+  # registration secret come from the environment demo.sh sets (see the banner).
+  cat > "$CONFIG.tmp" <<YAML
+# Written by scripts/demo.sh, which keeps your edits: delete this file to get the default
+# back. hookroom reloads it when you save it. See config.example.yaml for every key.
 data_dir: ./data
 log:
   level: info
   format: console
 matrix:
-  homeserver: $URL
+  homeserver: \${HOOKROOM_DEMO_HOMESERVER}
   server_name: $SERVER_NAME
   registration:
     shared_secret: \${HOOKROOM_DEMO_SHARED_SECRET}
@@ -109,36 +122,82 @@ agents:
 authorization:
   global_users: ["$PERSON_ID"]
 YAML
+  mv "$CONFIG.tmp" "$CONFIG"
+  CONFIG_NOTE="written now; your edits are kept across restarts"
+fi
+
+# The commands that read the demo config outside `run`. The registration secret stays in
+# the homeserver's env file: the command reads it from there, it is never printed.
+CHECK_ENV=". '$HS/env' && export HOOKROOM_DEMO_SHARED_SECRET=\"\$SECRET\" HOOKROOM_DEMO_HOMESERVER=\"\$URL\""
+login_details() {
+  cat <<EOF2
+  │ homeserver   $URL   (server name: $SERVER_NAME)
+  │ your login   $PERSON_ID   password: $(cat "$DEMO/person.password")
+EOF2
+}
 
 cat >&2 <<EOF2
 
   ┌─ hookroom demo ───────────────────────────────────────────────────────────
-  │ homeserver   $URL   (server name: $SERVER_NAME)
-  │ your login   $PERSON_ID   password: $(cat "$DEMO/person.password")
+$(login_details)
   │ model        $MODEL_NOTE
-  │ config       $DEMO/config.yaml
+  │ config       $CONFIG
+  │              $CONFIG_NOTE
   │
   │ Log in with any Matrix client using the homeserver URL above, accept the
   │ invite to "hookroom lobby" (#lobby:$SERVER_NAME) and write: @assistant hello
+  │ Wait for "hookroom is ready" below first.
+  │
+  │ Check the config or list its hooks from another shell:
+  │   $CHECK_ENV
+  │   '$DEMO/hookroom' check --config '$CONFIG'
+  │   '$DEMO/hookroom' hooks --config '$CONFIG'
+  │
   │ Ctrl-C stops hookroom and the homeserver; rm -rf $DEMO starts over.
   └───────────────────────────────────────────────────────────────────────────
 
 EOF2
 
-export HOOKROOM_DEMO_SHARED_SECRET="$SECRET"
+# watch_log copies hookroom's log from stdin to stdout and says when hookroom is ready:
+# after "hookroom is running", once each of its accounts has caught up with the homeserver
+# (messages sent from then on are answered). It outlives Ctrl-C to read hookroom's last lines.
+watch_log() {
+  trap '' INT TERM
+  local line accounts=-1 caught=0 said=0
+  while IFS= read -r line; do
+    printf '%s\n' "$line"
+    if [[ $accounts -lt 0 && $line == *"hookroom is running"* && $line =~ accounts[\":=]+([0-9]+) ]]; then
+      accounts=${BASH_REMATCH[1]}
+    fi
+    [[ $line == *"account caught up"* ]] && caught=$((caught + 1))
+    if [[ $said == 0 && $accounts -ge 0 && $caught -ge $accounts ]]; then
+      said=1
+      cat <<EOF2
+
+  ┌─ demo: hookroom is ready ─────────────────────────────────────────────────
+$(login_details)
+  │ Accept the invite to #lobby:$SERVER_NAME and write: @assistant hello
+  └───────────────────────────────────────────────────────────────────────────
+
+EOF2
+    fi
+  done
+}
+
+export HOOKROOM_DEMO_SHARED_SECRET="$SECRET" HOOKROOM_DEMO_HOMESERVER="$URL"
 if [[ $SMOKE == 1 ]]; then
   LOG="$DEMO/hookroom.log"
-  "$DEMO/hookroom" run --config "$DEMO/config.yaml" > "$LOG" 2>&1 &
+  "$DEMO/hookroom" run --config "$CONFIG" > >(watch_log > "$LOG") 2>&1 &
   HOOKROOM_PID=$!
   for _ in $(seq 1 600); do
-    if grep -q "hookroom is running" "$LOG"; then
-      say "smoke test: hookroom is running"; exit 0
+    if grep -q "demo: hookroom is ready" "$LOG"; then
+      say "smoke test: hookroom is ready"; exit 0
     fi
     kill -0 "$HOOKROOM_PID" 2>/dev/null || { cat "$LOG" >&2; say "smoke test: hookroom exited"; exit 1; }
     sleep 0.1
   done
-  cat "$LOG" >&2; say "smoke test: hookroom did not come up within 60s"; exit 1
+  cat "$LOG" >&2; say "smoke test: hookroom was not ready within 60s"; exit 1
 fi
-"$DEMO/hookroom" run --config "$DEMO/config.yaml" &
+"$DEMO/hookroom" run --config "$CONFIG" > >(watch_log >&2) 2>&1 &
 HOOKROOM_PID=$!
 wait "$HOOKROOM_PID"

@@ -81,3 +81,30 @@ func TestUnknownCommand(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+func TestSeveralConfigErrorsAreSeveralLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	body := "matrix:\n  homeserver: http://localhost:8008\n  server_name: localhost\n  colour: blue\nlog:\n  shade: dark\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := bot.Main([]string{"check", "--config", path}, &out, &errOut); code == 0 {
+		t.Fatal("check accepted unknown keys")
+	}
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	for _, want := range []string{"config.yaml:4: matrix.colour", "config.yaml:6: log.shade"} {
+		found := false
+		for _, l := range lines {
+			if strings.Contains(l, want) {
+				found = true
+				if !strings.HasPrefix(l, "hookroom: ") || strings.Count(l, "config.yaml:") != 1 {
+					t.Errorf("line %q is not one problem behind hookroom:", l)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no line names %s:\n%s", want, errOut.String())
+		}
+	}
+}

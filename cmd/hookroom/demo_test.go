@@ -53,17 +53,14 @@ func TestDemo(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(out)
 		once := sync.Once{}
-		caughtUp := 0
 		for sc.Scan() {
 			mu.Lock()
 			log.WriteString(sc.Text() + "\n")
 			mu.Unlock()
-			// The router and the assistant finished their first sync:
-			// messages sent from now on are new to them.
-			if strings.Contains(sc.Text(), "account caught up") {
-				if caughtUp++; caughtUp == 2 {
-					once.Do(func() { close(running) })
-				}
+			// The demo says so once the router and the assistant finished
+			// their first sync: messages sent from now on are new to them.
+			if strings.Contains(sc.Text(), "demo: hookroom is ready") {
+				once.Do(func() { close(running) })
 			}
 		}
 		_, _ = io.Copy(io.Discard, out)
@@ -87,6 +84,36 @@ func TestDemo(t *testing.T) {
 	case <-running:
 	case <-time.After(5 * time.Minute):
 		t.Fatal("the demo did not start hookroom")
+	}
+
+	output := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.String()
+	}
+	// The registration secret is never printed, but the printed commands
+	// that check the demo config and list its hooks work as they are.
+	env, err := os.ReadFile(filepath.Join(dir, "homeserver", "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := ""
+	for _, l := range strings.Split(string(env), "\n") {
+		if v, ok := strings.CutPrefix(l, "SECRET="); ok {
+			secret = strings.Trim(v, `'"`)
+		}
+	}
+	if secret == "" {
+		t.Fatalf("no SECRET in the homeserver's env file")
+	}
+	for _, sub := range []string{"check", "hooks"} {
+		out := runPrinted(t, output(), sub)
+		if strings.Contains(out, secret) {
+			t.Errorf("hookroom %s printed the registration secret", sub)
+		}
+		if want := map[string]string{"check": "is valid", "hooks": "EVENT"}[sub]; !strings.Contains(out, want) {
+			t.Errorf("the printed hookroom %s command printed %q, want %q", sub, out, want)
+		}
 	}
 
 	password, err := os.ReadFile(filepath.Join(dir, "person.password"))
@@ -171,6 +198,19 @@ func TestDemo(t *testing.T) {
 				body = nc.Body
 			}
 			if strings.Contains(body, "echo model") && strings.Contains(body, "hello from the demo test") {
+				out := output()
+				if strings.Contains(out, secret) {
+					t.Error("the demo printed the registration secret")
+				}
+				if strings.Contains(out, "\x1b[") {
+					t.Error("the demo's output to a pipe has ANSI colour codes")
+				}
+				// A normal exchange logs no warning and no error.
+				for _, l := range strings.Split(out, "\n") {
+					if strings.Contains(l, " WRN ") || strings.Contains(l, " ERR ") {
+						t.Errorf("warning or error during a normal exchange: %s", l)
+					}
+				}
 				return
 			}
 		case <-ctx.Done():
@@ -186,4 +226,79 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runPrinted runs, in bash, the commands the demo printed for hookroom sub
+// (check or hooks): the line that exports the homeserver's URL and secret
+// from its env file, then the hookroom line.
+func runPrinted(t *testing.T, output, sub string) string {
+	t.Helper()
+	var export, command string
+	for _, l := range strings.Split(output, "\n") {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "│"))
+		switch {
+		case strings.HasPrefix(l, ". ") && strings.Contains(l, "export HOOKROOM_DEMO_SHARED_SECRET="):
+			export = l
+		case strings.Contains(l, "hookroom' "+sub+" --config "):
+			command = l
+		}
+	}
+	if export == "" || command == "" {
+		t.Fatalf("the demo printed no commands for hookroom %s:\n%s", sub, output)
+	}
+	cmd := exec.Command("bash", "-c", export+" && "+command)
+	cmd.Env = append(os.Environ(), "HOOKROOM_DEMO_SHARED_SECRET=", "HOOKROOM_DEMO_HOMESERVER=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("%s && %s: %v\n%s", export, command, err, out)
+	}
+	return string(out)
+}
+
+// TestDemoKeepsConfigEdits runs the demo twice on one directory with an
+// edit to its config.yaml in between: the second run keeps the edit (and
+// comes up with it).
+func TestDemoKeepsConfigEdits(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	port := strconv.Itoa(freePort(t))
+	smoke := func() string {
+		cmd := exec.Command(filepath.Join(root, "scripts", "demo.sh"), "--smoke")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "HOOKROOM_DEMO_DIR="+dir, "HOOKROOM_DEMO_PORT="+port,
+			"OPENAI_API_KEY=", "HOOKROOM_OPENAI_BASE_URL=")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "smoke test: hookroom is ready") {
+			t.Fatalf("demo.sh --smoke: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	smoke()
+	path := filepath.Join(dir, "config.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const role = "role: A friendly general helper."
+	if !strings.Contains(string(data), role) {
+		t.Fatalf("the demo config has no %q:\n%s", role, data)
+	}
+	edited := "# my notes\n" + strings.Replace(string(data), role, "role: An operator's own helper.", 1)
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := smoke()
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != edited {
+		t.Errorf("the second run changed the edited config:\n%s", after)
+	}
+	if !strings.Contains(out, "kept as you left it") {
+		t.Errorf("the second run does not say it kept the config:\n%s", out)
+	}
 }
