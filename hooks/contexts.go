@@ -202,8 +202,7 @@ type ResponseDraft struct {
 	Extra    json.RawMessage `json:"extra,omitempty"`
 	Envelope Envelope        `json:"envelope"`
 	// Suppress, if still set once the last hook ran, drops the reply:
-	// nothing is sent and the turn ends with
-	// message:cancelled.
+	// nothing is sent and the turn ends with message:cancelled.
 	Suppress bool `json:"suppress"`
 }
 

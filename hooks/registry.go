@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -130,8 +131,8 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // ascending priority, then plugin order, then declaration order; config
 // overrides win over the values in code. Every problem is reported (joined
 // *LoadError values): a duplicate plugin or hook name, an invalid event
-// name, a filter that can never match its event, a failure policy on a
-// non-gate event. Overrides naming no hook are warnings (see Warnings).
+// name, a nil handler, a filter that can never match its event, a failure
+// policy on a non-gate event. Overrides naming no hook are warnings (see Warnings).
 // Invalid options (a negative concurrency or depth) are plain errors.
 func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 	r := &Registry{
@@ -196,8 +197,8 @@ func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 				perr(h.name, h.err)
 				continue
 			}
-			if h.fn == nil || h.event == nil {
-				perr(h.name, errors.New("hook has no handler"))
+			if h.event == nil || nilHandler(h.fn) {
+				perr(h.name, errors.New("nil handler: the hook has no function to run"))
 				continue
 			}
 			reg := &registered{
@@ -245,6 +246,17 @@ func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 	}
 	r.sort()
 	return r, nil
+}
+
+// nilHandler reports whether fn, a hook's handler, is nil, also when it is
+// a typed nil function behind the interface. It is called once per hook
+// when a registry is built, so no emission ever calls a nil function.
+func nilHandler(fn any) bool {
+	if fn == nil {
+		return true
+	}
+	v := reflect.ValueOf(fn)
+	return v.Kind() == reflect.Func && v.IsNil()
 }
 
 func statsKey(plugin, hook, event string) string { return plugin + "\x00" + hook + "\x00" + event }
