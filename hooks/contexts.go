@@ -433,7 +433,7 @@ type ScheduleFiredContext struct {
 }
 
 func (c *ScheduleFiredContext) route() route {
-	return route{room: c.RoomID, thread: c.ThreadID, requester: c.CreatedBy}
+	return route{room: c.RoomID, thread: c.ThreadID, requester: c.CreatedBy, sendThread: c.ThreadID}
 }
 func (c *ScheduleFiredContext) isolate() {}
 func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) {
@@ -480,8 +480,11 @@ type RoomMemberContext struct {
 	PrevMembership string     `json:"prev_membership,omitempty"`
 }
 
+// route names no requester: what a hook does for a new member (a welcome
+// message, an onboarding turn) is the server's own action, not the
+// member's, so its messages carry no original sender.
 func (c *RoomMemberContext) route() route {
-	return route{room: c.RoomID, requester: c.UserID}
+	return route{room: c.RoomID}
 }
 func (c *RoomMemberContext) isolate()                 {}
 func (c *RoomMemberContext) merge(*RoomMemberContext) {}
