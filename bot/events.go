@@ -358,6 +358,19 @@ func hookOriginOf(ev *event.Event) (hookOrigin, bool) {
 	return o, true
 }
 
+// hookRequester returns whom a dispatched hook message acts for, when
+// handleHookMessage starts on it: the original sender it names, who must
+// be allowed to talk to agents in the room (ok is false otherwise), or,
+// when it names none (the server's own action, such as a
+// room:member_joined hook welcoming someone not yet authorized), the
+// account that posted it, without an authorization check.
+func (b *Bot) hookRequester(ev *event.Event, o hookOrigin) (requester id.UserID, ok bool) {
+	if o.originalSender == "" {
+		return ev.Sender, true
+	}
+	return o.originalSender, b.authorized(o.originalSender, ev.RoomID)
+}
+
 // handleHookMessage runs a message a hook sent with TriggerDispatch
 // through the pipeline as if the person it acts for had sent it. The first
 // synthetic hop (depth 1) runs message:received, without the plugin whose
@@ -370,8 +383,8 @@ func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrig
 		log.Debug().Msg("not dispatching a hook message more than one hop deep")
 		return false
 	}
-	requester := o.originalSender
-	if requester != "" && !b.authorized(requester, ev.RoomID) {
+	requester, ok := b.hookRequester(ev, o)
+	if !ok {
 		log.Info().Stringer("requester", requester).Msg("not dispatching a hook message for an unauthorized person")
 		return false
 	}
@@ -380,9 +393,7 @@ func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrig
 		return false
 	}
 	env := b.envelope(ev, msg)
-	if requester != "" {
-		env.RequesterID = requester
-	}
+	env.RequesterID = requester
 	env.SourceKind, env.HookSource, env.Depth = o.kind, o.source, o.depth
 	reg := b.live.Load()
 	if reg.Has(hooks.MessageReceived.Name()) {

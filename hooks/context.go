@@ -55,8 +55,11 @@ type route struct {
 	room      id.RoomID
 	thread    id.EventID
 	requester id.UserID
-	rooms     []id.RoomID // further rooms the context is in (lifecycle: joined rooms)
-	skip      []string    // plugins excluded (message:received re-entry)
+	// sendThread is the thread a message sent without one goes to
+	// (schedule:fired: the schedule's thread).
+	sendThread id.EventID
+	rooms      []id.RoomID // further rooms the context is in (lifecycle: joined rooms)
+	skip       []string    // plugins excluded (message:received re-entry)
 	// event and attachments are the inbound message of an envelope and its
 	// attachment ids: the only attachments Base.Attachment fetches.
 	event       id.EventID
@@ -140,15 +143,24 @@ func (b *Base) Logger() *zerolog.Logger {
 
 // SendOptions adjust a hook-originated message.
 type SendOptions struct {
-	ThreadID        id.EventID
+	// ThreadID is the thread to post in. Left empty, the message is
+	// posted at room level, except from schedule:fired, where it goes to
+	// the schedule's thread (ScheduleFiredContext.ThreadID).
+	ThreadID id.EventID
+	// RoomLevel, with ThreadID empty, posts at room level even from
+	// schedule:fired.
+	RoomLevel       bool
 	Extra           map[string]any
 	TriggerDispatch bool
 }
 
 // SendMessage sends a Markdown message into room on behalf of the hook and
 // returns its event id. The message carries its origin (plugin, event,
-// causal depth); with TriggerDispatch it re-enters the pipeline as an
-// addressed message, subject to the recursion limit.
+// causal depth, and the requester of the context as original sender;
+// room:member_joined names none, its messages are the server's own); with
+// TriggerDispatch it re-enters the pipeline as an addressed message,
+// subject to the recursion limit. From schedule:fired, a message sent
+// without a thread goes to the schedule's thread unless opts.RoomLevel.
 func (b *Base) SendMessage(ctx context.Context, room id.RoomID, text string, opts *SendOptions) (id.EventID, error) {
 	if b.em == nil || b.em.reg.services.Sender == nil {
 		return "", fmt.Errorf("failed to send message: %w", ErrNoService)
@@ -161,9 +173,12 @@ func (b *Base) SendMessage(ctx context.Context, room id.RoomID, text string, opt
 		Agent:          b.em.route.agent,
 		OriginalSender: b.em.route.requester,
 		Depth:          max(Depth(ctx), b.em.depth+1),
+		ThreadID:       b.em.route.sendThread,
 	}
 	if opts != nil {
-		msg.ThreadID = opts.ThreadID
+		if opts.ThreadID != "" || opts.RoomLevel {
+			msg.ThreadID = opts.ThreadID
+		}
 		msg.Extra = opts.Extra
 		msg.TriggerDispatch = opts.TriggerDispatch
 	}

@@ -201,8 +201,8 @@ type ResponseDraft struct {
 	// Extra is JSON merged into the reply's event content.
 	Extra    json.RawMessage `json:"extra,omitempty"`
 	Envelope Envelope        `json:"envelope"`
-	// Suppress drops the reply: nothing is sent and the turn ends with
-	// message:cancelled.
+	// Suppress, if still set once the last hook ran, drops the reply:
+	// nothing is sent and the turn ends with message:cancelled.
 	Suppress bool `json:"suppress"`
 }
 
@@ -210,8 +210,9 @@ type ResponseDraft struct {
 // (transformer, 200 ms). It fires after generation, before the first
 // visible text of the reply is sent. A hook may change Draft.Text,
 // Draft.Extra and Draft.ToolTrace, or set Draft.Suppress; its draft goes to
-// the next hook only if it succeeds in time. A suppressed draft ends the
-// chain: later hooks do not run.
+// the next hook only if it succeeds in time. Suppression does not end the
+// chain: later hooks see Draft.Suppress set and may clear it; the reply is
+// dropped only if the draft the last successful hook left says so.
 type BeforeResponseContext struct {
 	Base
 	Draft ResponseDraft `json:"draft"`
@@ -236,10 +237,6 @@ func (c *BeforeResponseContext) merge(from *BeforeResponseContext) {
 	c.Draft.Extra = from.Draft.Extra
 	c.Draft.Suppress = from.Draft.Suppress
 }
-
-// stopped ends the chain once a hook suppressed the reply: there is
-// nothing left to transform.
-func (c *BeforeResponseContext) stopped() bool { return c.Draft.Suppress }
 
 // FinalDraft is the final text of a streamed reply before its last edit.
 type FinalDraft struct {
@@ -436,7 +433,7 @@ type ScheduleFiredContext struct {
 }
 
 func (c *ScheduleFiredContext) route() route {
-	return route{room: c.RoomID, thread: c.ThreadID, requester: c.CreatedBy}
+	return route{room: c.RoomID, thread: c.ThreadID, requester: c.CreatedBy, sendThread: c.ThreadID}
 }
 func (c *ScheduleFiredContext) isolate() {}
 func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) {
@@ -483,8 +480,11 @@ type RoomMemberContext struct {
 	PrevMembership string     `json:"prev_membership,omitempty"`
 }
 
+// route names no requester: what a hook does for a new member (a welcome
+// message, an onboarding turn) is the server's own action, not the
+// member's, so its messages carry no original sender.
 func (c *RoomMemberContext) route() route {
-	return route{room: c.RoomID, requester: c.UserID}
+	return route{room: c.RoomID}
 }
 func (c *RoomMemberContext) isolate()                 {}
 func (c *RoomMemberContext) merge(*RoomMemberContext) {}
@@ -622,7 +622,6 @@ var (
 	_ = guard[CustomEventContext, *CustomEventContext]
 
 	_ stopper    = (*ToolBeforeCallContext)(nil)
-	_ stopper    = (*BeforeResponseContext)(nil)
 	_ stopper    = (*MessageClaimContext)(nil)
 	_ failCloser = (*ToolBeforeCallContext)(nil)
 )

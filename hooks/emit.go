@@ -53,10 +53,14 @@ type emission struct {
 // Every hook works on its own copy of c and only a hook that returns nil
 // before its deadline counts. Hooks that return an error, panic or pass
 // their deadline are logged and counted in the registry's statistics; a
-// hook that ignores its deadline is abandoned, never waited for. Emit
-// returns nil unless the emission itself could not run to the end:
-// ErrRecursionLimit, or ctx's error when ctx ended first (c is then left
-// unchanged). A nil registry runs nothing.
+// hook that ignores its deadline is abandoned, never waited for.
+//
+// Cancelling ctx (or its deadline passing) stops the emission: no further
+// hook is started (in a collector, hooks still waiting for a slot are
+// skipped), the hooks in progress are abandoned, c is left unchanged and
+// Emit returns ctx's error. Otherwise Emit returns nil, or
+// ErrRecursionLimit when the causal chain is already too deep. A nil
+// registry runs nothing.
 func Emit[T any, P ContextOf[T]](ctx context.Context, reg *Registry, ev Event[T], c P) error {
 	if reg == nil || ev.info == nil {
 		return nil
@@ -228,13 +232,19 @@ type serialRun[T any, P ContextOf[T]] struct {
 	slots   []slot[T]
 	cur     atomic.Int64 // cursor(j, state)
 	current T
+	// stop is parent.Done(), read once: the runner checks it before each
+	// hook and at the end of the chain.
+	stop <-chan struct{}
+	// interrupted is set by the runner before it signals done when it
+	// stopped because parent ended.
+	interrupted bool
 }
 
 func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*registered, c P, depth int) error {
 	n := len(hooks)
 	s := &serialRun[T, P]{
 		em: em, hooks: hooks, parent: ctx, depth: depth + 1,
-		slots: make([]slot[T], n),
+		slots: make([]slot[T], n), stop: ctx.Done(),
 	}
 	s.current = *(*T)(c)
 	// wake[j] bounds how soon any hook from j on can pass its deadline:
@@ -252,6 +262,9 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*r
 	for {
 		select {
 		case <-done:
+			if s.interrupted {
+				return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
+			}
 			c.merge(&s.current)
 			return nil
 		case <-ctx.Done():
@@ -286,6 +299,9 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*r
 			elapsed := time.Since(sl.start)
 			em.finished(ctx, h, elapsed, OutcomeTimeout, nil)
 			sl.hc.release()
+			if ended(s.stop) {
+				return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
+			}
 			if h.policy == FailClosed && s.failClosed(h, "timed out") {
 				c.merge(&s.current)
 				return nil
@@ -319,6 +335,10 @@ func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
 	// next (what runs in between is counted with the next hook).
 	now := time.Now()
 	for j := from; j < len(s.hooks); j++ {
+		if ended(s.stop) {
+			s.interrupted = true
+			break
+		}
 		h := s.hooks[j]
 		sl := &s.slots[j]
 		cp := &sl.copy
@@ -355,7 +375,26 @@ func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
 			break
 		}
 	}
+	// A chain that ran to its end still reports a cancellation that came
+	// during its last hook, as every other point of the chain would.
+	if ended(s.stop) {
+		s.interrupted = true
+	}
 	done <- struct{}{}
+}
+
+// ended reports whether done (a context's Done channel, nil for a context
+// that never ends) is closed, without blocking.
+func ended(done <-chan struct{}) bool {
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 func failureWord(o Outcome) string {
@@ -381,15 +420,17 @@ type collectRun[T any, P ContextOf[T]] struct {
 	slots     []slot[T]
 	next      atomic.Int32
 	remaining atomic.Int32
-	cancelled atomic.Bool
-	done      chan struct{}
+	// stop is parent.Done(), read once: no worker starts a hook after it
+	// closed.
+	stop <-chan struct{}
+	done chan struct{}
 }
 
 func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*registered, c P, depth int) error {
 	n := len(hooks)
 	s := &collectRun[T, P]{
 		em: em, hooks: hooks, parent: ctx, depth: depth + 1,
-		slots: make([]slot[T], n), done: make(chan struct{}),
+		slots: make([]slot[T], n), done: make(chan struct{}), stop: ctx.Done(),
 	}
 	s.src = *(*T)(c)
 	s.remaining.Store(int32(n))
@@ -422,6 +463,9 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*
 				go s.work()
 			}
 		case <-s.done:
+			if ended(s.stop) {
+				return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
+			}
 			for j := range s.slots {
 				if s.slots[j].ok {
 					c.merge(&s.slots[j].copy)
@@ -429,7 +473,6 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*
 			}
 			return nil
 		case <-ctx.Done():
-			s.cancelled.Store(true)
 			for j := range s.slots {
 				s.slots[j].state.CompareAndSwap(slotRunning, slotAbandoned)
 			}
@@ -476,7 +519,7 @@ func (s *collectRun[T, P]) finishOne() {
 }
 
 func (s *collectRun[T, P]) work() {
-	for !s.cancelled.Load() {
+	for !ended(s.stop) {
 		j := int(s.next.Add(1)) - 1
 		if j >= len(s.hooks) {
 			return

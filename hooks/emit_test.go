@@ -196,8 +196,9 @@ func TestTransformerMatrix(t *testing.T) {
 				timed(t, tc.b, func() { hooktest.Emit(t, reg, hooks.MessageBeforeResponse, c) })
 				want, wantSuppress, wantTrace := "draft+f", false, 0
 				if tc.b == succeed {
-					// A suppressed draft ends the chain.
-					want, wantSuppress, wantTrace = "subject", true, 1
+					// Suppression does not end the chain: the follower
+					// still transforms the suppressed draft.
+					want, wantSuppress, wantTrace = "subject+f", true, 1
 				}
 				if c.Draft.Text != want || c.Draft.Suppress != wantSuppress || len(c.Draft.ToolTrace) != wantTrace {
 					t.Errorf("draft = %q suppress=%v trace=%d, want %q %v %d", c.Draft.Text, c.Draft.Suppress, len(c.Draft.ToolTrace), want, wantSuppress, wantTrace)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -130,9 +131,11 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // ascending priority, then plugin order, then declaration order; config
 // overrides win over the values in code. Every problem is reported (joined
 // *LoadError values): a duplicate plugin or hook name, an invalid event
-// name, a filter that can never match its event, a failure policy on a
-// non-gate event. Overrides naming no hook are warnings (see Warnings).
-// Invalid options (a negative concurrency or depth) are plain errors.
+// name, a nil handler, a filter that can never match its event, a failure
+// policy on a non-gate event. Overrides naming no hook are warnings (see Warnings).
+// Invalid options (a negative concurrency or depth) are plain errors. The
+// registry copies what it keeps of plugins and opts: later changes to the
+// caller's slices and maps do not reach it.
 func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 	r := &Registry{
 		builtin:  make([]*eventHooks, len(builtins)+1),
@@ -141,10 +144,14 @@ func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 		observer: opts.Observer,
 		conc:     cmp.Or(opts.CollectorConcurrency, DefaultCollectorConcurrency),
 		maxDepth: cmp.Or(opts.MaxDepth, DefaultMaxDepth),
-		plugins:  slices.Clone(plugins),
+		plugins:  clonePlugins(plugins),
 		opts:     opts,
 	}
+	// The registry owns everything it keeps: the caller may reuse its
+	// slices and maps, and Without rebuilds from these copies.
+	plugins = r.plugins
 	r.opts.Previous = nil
+	r.opts.Allowlist = cloneAllowlist(opts.Allowlist)
 	var errs []error
 	if opts.CollectorConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("collector concurrency must be positive, got %d", opts.CollectorConcurrency))
@@ -196,8 +203,8 @@ func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 				perr(h.name, h.err)
 				continue
 			}
-			if h.fn == nil || h.event == nil {
-				perr(h.name, errors.New("hook has no handler"))
+			if h.event == nil || nilHandler(h.fn) {
+				perr(h.name, errors.New("nil handler: the hook has no function to run"))
 				continue
 			}
 			reg := &registered{
@@ -245,6 +252,64 @@ func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 	}
 	r.sort()
 	return r, nil
+}
+
+// clonePlugins copies plugins deeply enough that no later change to the
+// caller's slices and maps (Hooks, Overrides, filters, override values)
+// reaches the copy. It is called once when a registry is built.
+func clonePlugins(plugins []Plugin) []Plugin {
+	out := make([]Plugin, len(plugins))
+	for i, p := range plugins {
+		p.Hooks = slices.Clone(p.Hooks)
+		for j := range p.Hooks {
+			p.Hooks[j].agents = slices.Clone(p.Hooks[j].agents)
+			p.Hooks[j].rooms = slices.Clone(p.Hooks[j].rooms)
+		}
+		if p.Overrides != nil {
+			ovs := make(map[string]Override, len(p.Overrides))
+			for name, ov := range p.Overrides {
+				ovs[name] = Override{
+					Enabled:       clonePtr(ov.Enabled),
+					Priority:      clonePtr(ov.Priority),
+					Timeout:       clonePtr(ov.Timeout),
+					FailurePolicy: clonePtr(ov.FailurePolicy),
+				}
+			}
+			p.Overrides = ovs
+		}
+		out[i] = p
+	}
+	return out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func cloneAllowlist(m map[AgentName][]string) map[AgentName][]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[AgentName][]string, len(m))
+	for agent, names := range m {
+		out[agent] = slices.Clone(names)
+	}
+	return out
+}
+
+// nilHandler reports whether fn, a hook's handler, is nil, also when it is
+// a typed nil function behind the interface. It is called once per hook
+// when a registry is built, so no emission ever calls a nil function.
+func nilHandler(fn any) bool {
+	if fn == nil {
+		return true
+	}
+	v := reflect.ValueOf(fn)
+	return v.Kind() == reflect.Func && v.IsNil()
 }
 
 func statsKey(plugin, hook, event string) string { return plugin + "\x00" + hook + "\x00" + event }
