@@ -47,13 +47,14 @@ func Serve(p Plugin) error {
 // ServeStreams is Serve on any pair of streams (tests, sockets). It returns
 // when r ends, the host sent shutdown, or ctx ends.
 func ServeStreams(ctx context.Context, p Plugin, r io.Reader, w io.Writer) error {
-	s := &server{p: p, tools: map[string]plugins.Tool{}, hooks: map[string]*hookEntry{}, shutdown: make(chan struct{})}
+	s := &server{p: p, tools: map[string]plugins.Tool{}, hooks: map[string]*hookEntry{}, shutdown: make(chan struct{}), started: make(chan struct{})}
 	for _, t := range p.Tools {
 		s.tools[t.Name] = t
 	}
 	stderr := zerolog.New(os.Stderr).With().Timestamp().Str("plugin", p.Name).Logger()
 	s.conn = jsonrpc.NewConn(r, w, s, jsonrpc.Options{MaxInFlight: 1024, Logger: &stderr})
 	s.services = hooks.Services{Sender: rpcServices{s}, State: rpcServices{s}, Events: rpcServices{s}, Attachments: rpcServices{s}}
+	close(s.started)
 	select {
 	case <-s.conn.Done():
 	case <-s.shutdown:
@@ -92,6 +93,8 @@ type server struct {
 	p        Plugin
 	conn     *jsonrpc.Conn
 	services hooks.Services
+	// started is closed once conn and services are set.
+	started chan struct{}
 
 	mu        sync.RWMutex
 	ready     bool
@@ -106,6 +109,7 @@ type server struct {
 }
 
 func (s *server) ServeRPC(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	<-s.started // a request can arrive before NewConn has returned
 	switch req.Method {
 	case protocol.MethodInitialize:
 		return s.initialize(ctx, req.Params)
