@@ -65,7 +65,7 @@ func TestBuildBatch(t *testing.T) {
 			}
 			acct := newTestAccount(t, "http://homeserver.invalid")
 			acct.userID = "@bot:x"
-			b := acct.buildBatch(t.Context(), &resp, tt.since)
+			b := acct.buildBatch(t.Context(), &resp, tt.since, nil)
 
 			if b.Initial != (tt.since == "") || b.Since != tt.since || b.NextBatch != "s2" {
 				t.Errorf("batch header = initial %v since %q next %q", b.Initial, b.Since, b.NextBatch)
