@@ -39,7 +39,9 @@ func (b *Bot) handleSync(ctx context.Context, acct id.UserID, batch matrixio.Syn
 	if !batch.Initial {
 		for _, room := range batch.Rooms {
 			if room.Gap {
-				log.Warn().Stringer("room_id", room.RoomID).Msg("sync gap could not be filled completely; some events may be missing")
+				log.Warn().Stringer("room_id", room.RoomID).Str("method", room.FilledBy).
+					Int("fetched", room.Backfilled).Int("events", len(room.Timeline)).
+					Msg("sync gap could not be filled completely; some events may be missing")
 			}
 			fresh, err := b.track.RecordBatch(ctx, acct, sinceOwnInvite(room.Timeline, acct))
 			if err != nil {

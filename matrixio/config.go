@@ -31,11 +31,12 @@ type Config struct {
 
 	// TimelineLimit is the per-room timeline limit of the sync filter.
 	// Default 1000. A burst larger than this between two syncs is filled by
-	// paging back with /messages (see BackfillLimit).
+	// syncing the same range again with a limit of BackfillLimit.
 	TimelineLimit int
-	// BackfillLimit caps how many events are fetched per room to fill one
-	// limited-timeline gap. Default 10000. When the cap is hit the room's
-	// RoomEvents.Gap is set.
+	// BackfillLimit is the per-room timeline limit of the re-sync that
+	// fills a limited timeline, and the cap of the /messages fallback.
+	// Default 10000. A room with more events in the range gets
+	// RoomEvents.Gap set (and a warning in the log).
 	BackfillLimit int
 	// SyncTimeout is the long-poll timeout of /sync. Default 30s.
 	SyncTimeout time.Duration

@@ -436,7 +436,7 @@ func TestBurstWhileStoppedArrivesOnce(t *testing.T) {
 	if !limited || backfilled == 0 {
 		t.Errorf("limited=%v backfilled=%d: the burst did not exercise gap filling", limited, backfilled)
 	}
-	t.Logf("%d messages: %d from /messages, %d from /sync", burst, backfilled, burst-backfilled)
+	t.Logf("%d messages: %d added by filling the gap, %d from the first /sync", burst, backfilled, burst-backfilled)
 }
 
 // TestSinkErrorKeepsToken: while the sink refuses a batch the sync token

@@ -89,16 +89,23 @@ type RoomEvents struct {
 	// later: state changes that fell outside the timeline).
 	State []*event.Event
 	// Timeline holds the room's new events in chronological order,
-	// including those fetched with /messages to fill a limited timeline.
+	// including those fetched to fill a limited timeline.
 	Timeline []*event.Event
-	// Limited is the server's flag: it left out events between the last
-	// sync and Timeline's first server-sent event.
+	// Limited is the server's flag on the first sync response: it left out
+	// events between the last sync and the timeline it sent. A fresh join
+	// (the account's own join is in the timeline) needs no filling.
 	Limited bool
-	// Backfilled counts the events at the start of Timeline that came from
-	// /messages rather than /sync.
+	// FilledBy says how a limited timeline was filled: FillResync (complete),
+	// FillMessages (completeness unknown, Gap is set), or "" when it was
+	// not limited or not filled.
+	FilledBy string
+	// Backfilled counts the events the fill added at the start of
+	// Timeline, beyond what the first sync response carried.
 	Backfilled int
-	// Gap is true when a limited timeline could not be filled completely
-	// (BackfillLimit reached or /messages failed): events may be missing.
+	// Gap is true when a limited timeline could not be filled with
+	// certainty (more than BackfillLimit events, the re-sync failed, or
+	// /messages had to be used): events may be missing. Every gap, filled
+	// or not, is logged with its counts.
 	Gap bool
 }
 
@@ -209,10 +216,16 @@ func (a *Account) Run(ctx context.Context, sink EventSink) error {
 			continue
 		}
 
+		// Limited timelines are filled before anything of the response is
+		// processed: the re-sync that fills them replaces the response.
+		resp, fill := a.fillGaps(ctx, resp, since)
+		if ctx.Err() != nil {
+			break
+		}
 		if helper := a.cryptoHelper(); helper != nil {
 			a.processCrypto(ctx, helper, resp, since)
 		}
-		batch := a.buildBatch(ctx, resp, since)
+		batch := a.buildBatch(ctx, resp, since, fill)
 		if ctx.Err() != nil {
 			break
 		}
@@ -311,9 +324,12 @@ func isFilterRejected(err error) bool {
 		strings.Contains(strings.ToLower(httpErr.RespError.Err), "filter")
 }
 
-// buildBatch turns a sync response into a SyncBatch, filling limited
-// timelines of joined rooms from /messages and decrypting what it can.
-func (a *Account) buildBatch(ctx context.Context, resp *mautrix.RespSync, since string) SyncBatch {
+// buildBatch turns a sync response into a SyncBatch and decrypts what it
+// can. fill (nil when no timeline was limited) says which rooms' timelines
+// fillGaps re-synced; a joined room's timeline that is still limited is
+// paged back with /messages and marked as a Gap. Every filled or unfilled
+// gap is logged.
+func (a *Account) buildBatch(ctx context.Context, resp *mautrix.RespSync, since string, fill *gapFill) SyncBatch {
 	batch := SyncBatch{Initial: since == "", Since: since, NextBatch: resp.NextBatch}
 	if helper := a.cryptoHelper(); helper != nil {
 		defer func() {
@@ -321,6 +337,21 @@ func (a *Account) buildBatch(ctx context.Context, resp *mautrix.RespSync, since 
 				a.decryptEvents(ctx, helper, batch.Rooms[i].Timeline)
 			}
 		}()
+	}
+	var synced map[id.RoomID]int
+	if fill != nil {
+		synced = fill.synced
+	}
+	// gapped reports whether the room's timeline needed filling (in the
+	// first response or, still, in the re-sync) and with how many events
+	// the first response came.
+	gapped := func(roomID id.RoomID, tl mautrix.SyncTimeline) (int, bool, bool) {
+		n, wasLimited := synced[roomID]
+		still := !batch.Initial && needsFill(tl, a.userID)
+		if !wasLimited {
+			n = len(tl.Events)
+		}
+		return n, wasLimited || still, still
 	}
 	for roomID, room := range resp.Rooms.Join {
 		re := RoomEvents{
@@ -330,11 +361,20 @@ func (a *Account) buildBatch(ctx context.Context, resp *mautrix.RespSync, since 
 			Timeline:   prepareEvents(roomID, room.Timeline.Events, event.SourceJoin|event.SourceTimeline),
 			Limited:    room.Timeline.Limited,
 		}
-		if room.Timeline.Limited && !batch.Initial {
-			older, gap := a.backfill(ctx, roomID, room.Timeline.PrevBatch, since, re.Timeline)
-			re.Timeline = append(older, re.Timeline...)
-			re.Backfilled = len(older)
-			re.Gap = gap
+		if n, gap, still := gapped(roomID, room.Timeline); gap {
+			re.Limited = true
+			if still {
+				// More than BackfillLimit events, or the re-sync failed:
+				// page back, which cannot be verified.
+				older, _ := a.backfill(ctx, roomID, room.Timeline.PrevBatch, since, re.Timeline)
+				re.Timeline = append(older, re.Timeline...)
+				re.FilledBy = FillMessages
+				re.Gap = true
+			} else {
+				re.FilledBy = FillResync
+			}
+			re.Backfilled = max(0, len(re.Timeline)-n)
+			logFill(ctx, &re, n)
 		}
 		if len(re.State) > 0 || len(re.Timeline) > 0 {
 			batch.Rooms = append(batch.Rooms, re)
@@ -347,10 +387,28 @@ func (a *Account) buildBatch(ctx context.Context, resp *mautrix.RespSync, since 
 			State:      prepareEvents(roomID, room.State.Events, event.SourceLeave|event.SourceState),
 			Timeline:   prepareEvents(roomID, room.Timeline.Events, event.SourceLeave|event.SourceTimeline),
 			Limited:    room.Timeline.Limited,
-			Gap:        room.Timeline.Limited && !batch.Initial,
+		}
+		if n, gap, still := gapped(roomID, room.Timeline); gap {
+			// A room the account left cannot be paged back reliably: a
+			// timeline still limited after the re-sync stays a gap.
+			re.Limited = true
+			re.Gap = still
+			if !still {
+				re.FilledBy = FillResync
+			}
+			re.Backfilled = max(0, len(re.Timeline)-n)
+			logFill(ctx, &re, n)
 		}
 		if len(re.State) > 0 || len(re.Timeline) > 0 {
 			batch.Rooms = append(batch.Rooms, re)
+		}
+	}
+	for roomID := range synced {
+		_, joined := resp.Rooms.Join[roomID]
+		_, left := resp.Rooms.Leave[roomID]
+		if !joined && !left {
+			zerolog.Ctx(ctx).Warn().Stringer("room_id", roomID).Int("sync_returned", synced[roomID]).
+				Msg("A room with a gap in its timeline is missing from the re-sync that should fill it; events may be missing")
 		}
 	}
 	for roomID, room := range resp.Rooms.Invite {
@@ -421,7 +479,7 @@ func (a *Account) backfill(ctx context.Context, roomID id.RoomID, prevBatch, sin
 	}
 	slices.Reverse(newestFirst)
 	older = prepareEvents(roomID, newestFirst, event.SourceJoin|event.SourceTimeline)
-	log.Debug().Int("backfilled", len(older)).Bool("complete", complete).Msg("Filled limited timeline")
+	log.Debug().Int("backfilled", len(older)).Bool("reached_known", complete).Msg("Paged back over a limited timeline")
 	return older, !complete
 }
 

@@ -65,7 +65,7 @@ func TestBuildBatch(t *testing.T) {
 			}
 			acct := newTestAccount(t, "http://homeserver.invalid")
 			acct.userID = "@bot:x"
-			b := acct.buildBatch(t.Context(), &resp, tt.since)
+			b := acct.buildBatch(t.Context(), &resp, tt.since, nil)
 
 			if b.Initial != (tt.since == "") || b.Since != tt.since || b.NextBatch != "s2" {
 				t.Errorf("batch header = initial %v since %q next %q", b.Initial, b.Since, b.NextBatch)
@@ -225,6 +225,42 @@ func TestNextStage(t *testing.T) {
 			got, ok := nextStage(&tt.uia, tok)
 			if got != tt.want || ok != tt.ok {
 				t.Errorf("nextStage = %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// A limited timeline needs filling unless the account's own join is in it
+// (a fresh join: everything after it is there, before it is history).
+func TestNeedsFill(t *testing.T) {
+	const self = id.UserID("@bot:x")
+	ev := func(raw string) *event.Event {
+		var evt event.Event
+		if err := json.Unmarshal([]byte(raw), &evt); err != nil {
+			t.Fatal(err)
+		}
+		return &evt
+	}
+	msg := ev(`{"type":"m.room.message","sender":"@a:x","event_id":"$m","content":{"body":"hi"}}`)
+	join := ev(`{"type":"m.room.member","state_key":"@bot:x","sender":"@bot:x","event_id":"$j","content":{"membership":"join"},"unsigned":{"prev_content":{"membership":"invite"}}}`)
+	rename := ev(`{"type":"m.room.member","state_key":"@bot:x","sender":"@bot:x","event_id":"$r","content":{"membership":"join","displayname":"B"},"unsigned":{"prev_content":{"membership":"join"}}}`)
+	otherJoin := ev(`{"type":"m.room.member","state_key":"@a:x","sender":"@a:x","event_id":"$o","content":{"membership":"join"}}`)
+	for _, tt := range []struct {
+		name    string
+		limited bool
+		events  []*event.Event
+		want    bool
+	}{
+		{"not limited", false, []*event.Event{msg}, false},
+		{"limited", true, []*event.Event{msg}, true},
+		{"limited, fresh own join", true, []*event.Event{join, msg}, false},
+		{"limited, own profile change", true, []*event.Event{rename, msg}, true},
+		{"limited, someone else joined", true, []*event.Event{otherJoin, msg}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := mautrix.SyncTimeline{SyncEventsList: mautrix.SyncEventsList{Events: tt.events}, Limited: tt.limited}
+			if got := needsFill(tl, self); got != tt.want {
+				t.Errorf("needsFill = %v, want %v", got, tt.want)
 			}
 		})
 	}
