@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -298,15 +299,24 @@ agents:
 	// late by any route).
 	mach := alice.Client.Crypto.(*cryptohelper.CryptoHelper).Machine()
 	mach.AllowKeyShare = func(context.Context, *id.Device, event.RequestedKeyInfo) *crypto.KeyShareRejection { return nil }
-	// A session shared with alice's own devices only.
-	if err := mach.ShareGroupSession(ctx, room, []id.UserID{alice.UserID}); err != nil {
-		t.Fatal(err)
-	}
+	// A session shared with alice's own devices only. Alice's sync may
+	// still be processing the agents' joins, which retire the session, so
+	// share and encrypt until the encryption finds its session.
 	content := &event.MessageEventContent{MsgType: event.MsgText, Body: "a message whose key comes late"}
-	enc, err := mach.EncryptMegolmEvent(ctx, room, event.EventMessage, content)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var enc *event.EncryptedEventContent
+	waitUntil(t, 30*time.Second, "alice's client encrypted with a session nobody else has", func() bool {
+		if err := mach.ShareGroupSession(ctx, room, []id.UserID{alice.UserID}); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		enc, err = mach.EncryptMegolmEvent(ctx, room, event.EventMessage, content)
+		if errors.Is(err, crypto.ErrNoGroupSession) {
+			return false
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	})
 	llm.Script(llmtest.Text("Got it, late key and all."))
 	sent, err := alice.Client.SendMessageEvent(ctx, room, event.EventEncrypted, enc, mautrix.ReqSendEvent{DontEncrypt: true})
 	if err != nil {
