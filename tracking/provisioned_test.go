@@ -26,7 +26,7 @@ func TestProvisionedRooms(t *testing.T) {
 		forgets bool // call ForgetProvisioned(forget...), expecting had rows gone
 		forget  []string
 		had     int
-		want   map[string]ProvisionedRoom
+		want    map[string]ProvisionedRoom
 	}{
 		{name: "empty", want: map[string]ProvisionedRoom{}},
 		{name: "remember: accounts come back sorted", do: func() error { return s.RememberProvisioned(ctx, lobby) },
