@@ -181,6 +181,12 @@ type running struct {
 // account is ready.
 func (e *testEnv) start(cfg *config.Config, rec *events, opts Options) *running {
 	e.t.Helper()
+	return e.startWithin(cfg, rec, opts, 60*time.Second)
+}
+
+// startWithin is start waiting up to timeout for the accounts to be ready.
+func (e *testEnv) startWithin(cfg *config.Config, rec *events, opts Options, timeout time.Duration) *running {
+	e.t.Helper()
 	if opts.Registry == nil {
 		opts.Registry = func(s hooks.Services) (*hooks.Registry, error) {
 			return hooks.NewRegistry([]hooks.Plugin{rec.plugin()}, hooks.Options{Services: s})
@@ -197,7 +203,7 @@ func (e *testEnv) start(cfg *config.Config, rec *events, opts Options) *running 
 	before := len(rec.list("ready:"))
 	go func() { r.done <- b.Run(ctx) }()
 	e.t.Cleanup(func() { r.stop(e.t) })
-	rec.waitFor(e.t, "ready:", before+1+len(cfg.Agents), 60*time.Second)
+	rec.waitFor(e.t, "ready:", before+1+len(cfg.Agents), timeout)
 	return r
 }
 
