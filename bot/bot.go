@@ -72,6 +72,7 @@ type Bot struct {
 	turns        turnQueues
 	turnsByEvent turnIndex
 	syncs        syncLoops
+	typing       sync.WaitGroup // typing requests still running (see typingNotice)
 	reloadMu     sync.Mutex
 
 	readyMu sync.Mutex
@@ -254,6 +255,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.syncs.wait()
 	b.dispatch.stop()
 	b.turns.wait()
+	b.typing.Wait() // the last "stopped typing" requests of the turns
 
 	// Orderly shutdown: the accounts can still send while agent:stopped runs.
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

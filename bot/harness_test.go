@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +120,8 @@ type testEnv struct {
 	suffix string
 	dir    string
 	yaml   string
+	// logs, when set, also receives the bots' log (JSON lines).
+	logs io.Writer
 }
 
 func newEnv(t testing.TB) *testEnv {
@@ -192,7 +195,11 @@ func (e *testEnv) startWithin(cfg *config.Config, rec *events, opts Options, tim
 			return hooks.NewRegistry([]hooks.Plugin{rec.plugin()}, hooks.Options{Services: s})
 		}
 	}
-	log := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	var out io.Writer = zerolog.NewTestWriter(e.t)
+	if e.logs != nil {
+		out = zerolog.MultiLevelWriter(out, e.logs)
+	}
+	log := zerolog.New(out).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
 	b, err := New(ctx, cfg, opts)
 	if err != nil {
