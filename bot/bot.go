@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +72,7 @@ type Bot struct {
 	turns        turnQueues
 	turnsByEvent turnIndex
 	syncs        syncLoops
+	typing       sync.WaitGroup // typing requests still running (see typingNotice)
 	reloadMu     sync.Mutex
 
 	readyMu sync.Mutex
@@ -91,9 +91,12 @@ type world struct {
 	accounts map[id.UserID]entity            // every managed account
 	rooms    map[string]id.RoomID            // config room key → id
 	joined   map[hooks.AgentName][]id.RoomID // configured rooms (Bot.invited has the others)
-	models   map[string]agents.Model
-	specs    map[string]agents.ModelSpec
-	plugins  *plugins.Set // nil when Options.Registry replaced plugin loading
+	// fresh lists the rooms provisionRooms had to provision (by tracking
+	// key); the others were remembered and still joined.
+	fresh   []string
+	models  map[string]agents.Model
+	specs   map[string]agents.ModelSpec
+	plugins *plugins.Set // nil when Options.Registry replaced plugin loading
 }
 
 // w returns the world in service.
@@ -252,6 +255,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.syncs.wait()
 	b.dispatch.stop()
 	b.turns.wait()
+	b.typing.Wait() // the last "stopped typing" requests of the turns
 
 	// Orderly shutdown: the accounts can still send while agent:stopped runs.
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -294,58 +298,6 @@ func (b *Bot) startAccounts(ctx context.Context, w, prev *world) error {
 		}
 		w.agents[hooks.AgentName(name)] = acct
 		w.accounts[acct.UserID()] = entity{name: hooks.AgentName(name), account: acct}
-	}
-	return nil
-}
-
-// provisionRooms resolves or creates every room of w's configuration and
-// joins the router and the agents configured for it.
-func (b *Bot) provisionRooms(ctx context.Context, w *world) error {
-	members := map[string][]*matrixio.Account{} // room reference → agent accounts
-	for _, name := range w.cfg.AgentNames() {
-		for _, ref := range w.cfg.Agents[name].Rooms {
-			members[ref] = append(members[ref], w.agents[hooks.AgentName(name)])
-		}
-	}
-	for _, key := range w.cfg.RoomKeys() {
-		r := w.cfg.Rooms[key]
-		spec := matrixio.RoomSpec{
-			Alias: r.FullAlias(w.cfg.Matrix.ServerName), ID: r.ID, Name: r.Name, Topic: r.Topic, Encrypted: r.Encrypted(),
-		}
-		var accts []*matrixio.Account
-		accts = append(accts, members[key]...)
-		accts = append(accts, members[string(spec.Alias)]...)
-		if spec.ID != "" {
-			accts = append(accts, members[string(spec.ID)]...)
-		}
-		roomID, err := b.router.EnsureRoom(ctx, spec, accts)
-		if err != nil {
-			return fmt.Errorf("failed to provision room %s (%s:%d): %w", key, filepath.Base(w.cfg.Path), w.cfg.Line("rooms."+key), err)
-		}
-		w.rooms[key] = roomID
-		if err := b.invitePeople(ctx, roomID, r.Invite); err != nil {
-			return fmt.Errorf("failed to invite people to room %s: %w", key, err)
-		}
-		for _, a := range accts {
-			e := w.accounts[a.UserID()]
-			w.joined[e.name] = append(w.joined[e.name], roomID)
-		}
-		w.joined[hooks.RouterName] = append(w.joined[hooks.RouterName], roomID)
-		b.log.Info().Str("room", key).Stringer("room_id", roomID).Int("agents", len(accts)).Msg("room ready")
-	}
-	// Rooms agents name directly by id or alias, outside the rooms section.
-	for ref, accts := range members {
-		if _, ok := w.cfg.Rooms[ref]; ok || isConfiguredRef(w.cfg, ref) {
-			continue
-		}
-		roomID, err := b.router.EnsureRoom(ctx, refSpec(ref), accts)
-		if err != nil {
-			return fmt.Errorf("failed to provision room %s: %w", ref, err)
-		}
-		for _, a := range accts {
-			e := w.accounts[a.UserID()]
-			w.joined[e.name] = append(w.joined[e.name], roomID)
-		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +120,8 @@ type testEnv struct {
 	suffix string
 	dir    string
 	yaml   string
+	// logs, when set, also receives the bots' log (JSON lines).
+	logs io.Writer
 }
 
 func newEnv(t testing.TB) *testEnv {
@@ -181,12 +184,22 @@ type running struct {
 // account is ready.
 func (e *testEnv) start(cfg *config.Config, rec *events, opts Options) *running {
 	e.t.Helper()
+	return e.startWithin(cfg, rec, opts, 60*time.Second)
+}
+
+// startWithin is start waiting up to timeout for the accounts to be ready.
+func (e *testEnv) startWithin(cfg *config.Config, rec *events, opts Options, timeout time.Duration) *running {
+	e.t.Helper()
 	if opts.Registry == nil {
 		opts.Registry = func(s hooks.Services) (*hooks.Registry, error) {
 			return hooks.NewRegistry([]hooks.Plugin{rec.plugin()}, hooks.Options{Services: s})
 		}
 	}
-	log := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	var out io.Writer = zerolog.NewTestWriter(e.t)
+	if e.logs != nil {
+		out = zerolog.MultiLevelWriter(out, e.logs)
+	}
+	log := zerolog.New(out).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
 	b, err := New(ctx, cfg, opts)
 	if err != nil {
@@ -197,7 +210,7 @@ func (e *testEnv) start(cfg *config.Config, rec *events, opts Options) *running 
 	before := len(rec.list("ready:"))
 	go func() { r.done <- b.Run(ctx) }()
 	e.t.Cleanup(func() { r.stop(e.t) })
-	rec.waitFor(e.t, "ready:", before+1+len(cfg.Agents), 60*time.Second)
+	rec.waitFor(e.t, "ready:", before+1+len(cfg.Agents), timeout)
 	return r
 }
 

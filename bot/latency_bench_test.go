@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,19 +57,35 @@ func percentile(d []time.Duration, p int) time.Duration {
 
 // BenchmarkTurnLatency measures hookroom's own overhead: with an instant
 // scripted model, the time from a person's send to the reply arriving in
-// their sync, over 100 turns, next to the bare homeserver round trip (one
-// person's send arriving in another person's sync) in the same run.
+// their sync, next to the bare homeserver round trip (the same send
+// arriving in an observer's sync) in the same run. people=1: one person
+// sends 100 messages one after the other; people=10: ten people, each in
+// their own room with the agent, send 10 each at the same time.
 //
-//	go test -run XXX -bench TurnLatency -benchtime 1x ./bot/
+//	go test -tags goolm -run XXX -bench TurnLatency -benchtime 1x ./bot/
 func BenchmarkTurnLatency(b *testing.B) {
-	const turns = 100
+	for _, people := range []int{1, 10} {
+		b.Run(fmt.Sprintf("people=%d", people), func(b *testing.B) { benchTurnLatency(b, people, 100/people) })
+	}
+}
+
+func benchTurnLatency(b *testing.B, people, turnsEach int) {
 	e := newEnv(b)
 	llm := llmtest.NewServerWith(b, []llmtest.Option{llmtest.Instant(), llmtest.WithFallback(llmtest.Text("ok"))})
-	alice := e.hs.RegisterUser(b, "alice")
-	bob := e.hs.RegisterUser(b, "bob")
-	room := createRoom(b, alice, e.userID("router"), e.userID("helper"), bob.UserID)
-	if _, err := bob.Client.JoinRoomByID(context.Background(), room); err != nil {
-		b.Fatal(err)
+	observer := e.hs.RegisterUser(b, "observer")
+	var persons []*hstest.User
+	var rooms []id.RoomID
+	var cfgRooms, keys, users strings.Builder
+	for i := range people {
+		p := e.hs.RegisterUser(b, fmt.Sprintf("person%d", i))
+		room := createRoom(b, p, e.userID("router"), e.userID("helper"), observer.UserID)
+		if _, err := observer.Client.JoinRoomByID(context.Background(), room); err != nil {
+			b.Fatal(err)
+		}
+		persons, rooms = append(persons, p), append(rooms, room)
+		fmt.Fprintf(&cfgRooms, "  main%d:\n    id: \"%s\"\n", i, room)
+		fmt.Fprintf(&keys, "main%d, ", i)
+		fmt.Fprintf(&users, "\"%s\", ", p.UserID)
 	}
 	cfg := e.config(fmt.Sprintf(`models:
   agent:
@@ -75,34 +93,61 @@ func BenchmarkTurnLatency(b *testing.B) {
     base_url: %s
     model: m
 rooms:
-  main:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
+%sauthorization:
+  global_users: [%s]
 agents:
   helper:
     username: %s
-    rooms: [main]
-`, llm.URL, room, alice.UserID, e.localpart("helper")))
+    rooms: [%s]
+`, llm.URL, cfgRooms.String(), strings.TrimSuffix(users.String(), ", "), e.localpart("helper"), strings.TrimSuffix(keys.String(), ", ")))
 	var rec events
 	e.start(cfg, &rec, Options{Registry: func(s hooks.Services) (*hooks.Registry, error) {
 		return hooks.NewRegistry([]hooks.Plugin{rec.plugin()}, hooks.Options{Services: s})
 	}})
-	aliceIn, bobIn := arrivals(b, alice), arrivals(b, bob)
+	// The observer sees every room; its arrivals are sorted by room.
+	observed := map[id.RoomID]chan *event.Event{}
+	for _, room := range rooms {
+		observed[room] = make(chan *event.Event, 1024)
+	}
+	all := arrivals(b, observer)
+	go func() {
+		for ev := range all {
+			if ch, ok := observed[ev.RoomID]; ok {
+				ch <- ev
+			}
+		}
+	}()
+	var own []<-chan *event.Event
+	for _, p := range persons {
+		own = append(own, arrivals(b, p))
+	}
 	agent := e.userID("helper")
 	ctx := context.Background()
 	time.Sleep(500 * time.Millisecond) // let the sync loops settle
 	for b.Loop() {
+		var mu sync.Mutex
 		var rtt, turn []time.Duration
-		for i := range turns {
-			start := time.Now()
-			if _, err := alice.Client.SendText(ctx, room, fmt.Sprintf("ping %d", i)); err != nil {
-				b.Fatal(err)
-			}
-			waitFrom(b, bobIn, alice.UserID)
-			rtt = append(rtt, time.Since(start))
-			waitFrom(b, aliceIn, agent)
-			turn = append(turn, time.Since(start))
+		var wg sync.WaitGroup
+		for i, p := range persons {
+			wg.Go(func() {
+				for j := range turnsEach {
+					start := time.Now()
+					if _, err := p.Client.SendText(ctx, rooms[i], fmt.Sprintf("ping %d", j)); err != nil {
+						b.Error(err)
+						return
+					}
+					waitFrom(b, observed[rooms[i]], p.UserID)
+					r := time.Since(start)
+					waitFrom(b, own[i], agent)
+					mu.Lock()
+					rtt, turn = append(rtt, r), append(turn, time.Since(start))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if b.Failed() {
+			return
 		}
 		b.ReportMetric(float64(percentile(rtt, 50).Microseconds())/1000, "rtt-p50-ms")
 		b.ReportMetric(float64(percentile(rtt, 95).Microseconds())/1000, "rtt-p95-ms")

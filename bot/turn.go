@@ -27,9 +27,12 @@ const (
 	placeholderDelay = 400 * time.Millisecond
 	editInterval     = time.Second
 	typingTimeout    = 30 * time.Second
-	turnTimeout      = 10 * time.Minute
-	placeholderText  = "…"
-	stopKey          = "🛑"
+	// typingRequestTimeout bounds one typing request. They are never
+	// cancelled with the turn (see typingNotice), so this is their end.
+	typingRequestTimeout = 10 * time.Second
+	turnTimeout          = 10 * time.Minute
+	placeholderText      = "…"
+	stopKey              = "🛑"
 )
 
 // turn is one agent's answer to one message.
@@ -51,6 +54,8 @@ type turn struct {
 	edits   int
 	parts   int              // parts of the answer delivered (post)
 	earlier []tracking.Reply // parts 1, 2, … the last run posted (replays)
+
+	typing *typingNotice // while the model works; nil before
 }
 
 // scopeKey is the history scope of a message: its room and thread.
@@ -128,8 +133,8 @@ func (t *turn) run(parent context.Context) {
 			}
 		}
 	}
-	typingCtx, stopTyping := context.WithCancel(ctx)
-	go t.typing(typingCtx)
+	t.typing = t.startTyping(ctx)
+	defer t.endTyping()
 	deliverCtx, stopDelivery := context.WithCancel(ctx)
 	deliveryDone := make(chan struct{})
 	go func() { defer close(deliveryDone); t.stream(deliverCtx) }()
@@ -142,8 +147,6 @@ func (t *turn) run(parent context.Context) {
 	})
 	stopDelivery()
 	<-deliveryDone
-	stopTyping()
-	t.setTyping(context.WithoutCancel(ctx), false)
 
 	if runErr == nil {
 		runErr = context.Cause(ctx) // stopped just as the model finished
@@ -470,14 +473,59 @@ func (t *turn) sendOptions(stage string) matrixio.SendOptions {
 	return opts
 }
 
-func (t *turn) typing(ctx context.Context) {
-	for {
-		t.setTyping(ctx, true)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(typingTimeout / 2):
+// typingNotice shows the agent typing while a turn works. One goroutine
+// owns the notice: it sets it, refreshes it before it times out, and
+// clears it once ended, in that order, so a late "typing" can never
+// overtake the "stopped typing".
+//
+// Clearing it is not on the reply's critical path: the turn sends its
+// reply first, then ends the notice, and the request that clears it runs
+// in the background. It must be sent at all: neither Dendrite (v0.15.2,
+// syncapi/consumers/typing.go: a user stops typing only on typing=false or
+// when the timeout passes) nor Synapse (its typing handler has no hook on
+// sent events) clears a typing notice when its user sends a message, so
+// without it the agent would seem to type on for up to typingTimeout after
+// answering.
+//
+// Its requests are never cancelled with the turn: mautrix logs a cancelled
+// request as a warning, and a typing request is cheap; each is bounded by
+// typingRequestTimeout instead. Bot.Run waits for the last ones at
+// shutdown.
+type typingNotice struct {
+	stop chan struct{}
+	once sync.Once
+}
+
+// startTyping shows the agent typing in the turn's room until endTyping.
+func (t *turn) startTyping(ctx context.Context) *typingNotice {
+	n := &typingNotice{stop: make(chan struct{})}
+	reqCtx := context.WithoutCancel(ctx)
+	set := func(on bool) {
+		ctx, cancel := context.WithTimeout(reqCtx, typingRequestTimeout)
+		defer cancel()
+		t.setTyping(ctx, on)
+	}
+	t.b.typing.Go(func() {
+		set(true)
+		for {
+			select {
+			case <-n.stop:
+				set(false)
+				return
+			case <-time.After(typingTimeout / 2):
+				set(true)
+			}
 		}
+	})
+	return n
+}
+
+// endTyping clears the typing notice in the background. It is called
+// right after the reply (or the failure notice) was sent, and again when
+// the turn ends, whichever way; only the first call counts.
+func (t *turn) endTyping() {
+	if t.typing != nil {
+		t.typing.once.Do(func() { close(t.typing.stop) })
 	}
 }
 
@@ -530,6 +578,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		kind = hooks.DeliveryEdited
 	}
 	evID, err := t.post(ctx, text, reply, "reply", nil)
+	t.endTyping() // after the reply: in the background, off its path
 	if err != nil {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return
@@ -626,6 +675,7 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 			t.log.Warn().Err(sendErr).Msg("failed to tell the person about the failure")
 		}
 	}
+	t.endTyping()
 	if err := t.markHandled(ctx); err != nil {
 		t.log.Error().Err(err).Msg("failed to mark the message handled")
 	}

@@ -317,12 +317,12 @@ func TestEnsureRoomCreatesOnce(t *testing.T) {
 		if _, ok := joined[agent.UserID()]; !ok {
 			t.Errorf("agent not joined: %v", joined)
 		}
-		rooms, err := router.Client().JoinedRooms(ctx)
+		rooms, err := router.JoinedRooms(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rooms.JoinedRooms) != 1 {
-			t.Errorf("router is in %d rooms after start %d, want 1 (no second room created)", len(rooms.JoinedRooms), restart+1)
+		if len(rooms) != 1 || rooms[0] != roomID {
+			t.Errorf("router is in %v after start %d, want only %s (no second room created)", rooms, restart+1, roomID)
 		}
 	}
 	if roomIDs[0] != roomIDs[1] {

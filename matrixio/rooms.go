@@ -154,6 +154,21 @@ func (a *Account) Join(ctx context.Context, roomIDOrAlias string, via ...string)
 	return resp.RoomID, nil
 }
 
+// JoinedRooms returns the rooms the account is joined to (not those it
+// is only invited to). It is one request however many rooms there are, so
+// start-up uses it to check remembered rooms instead of joining each again.
+func (a *Account) JoinedRooms(ctx context.Context) ([]id.RoomID, error) {
+	var resp *mautrix.RespJoinedRooms
+	err := a.do(ctx, "joined rooms", retryTransient, func(ctx context.Context) (err error) {
+		resp, err = a.cli().JoinedRooms(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the rooms %s is joined to: %w", a.userID, err)
+	}
+	return resp.JoinedRooms, nil
+}
+
 // AcceptInvite joins a room the account was invited to (see
 // SyncBatch.Invites). Whether to accept is the caller's decision.
 func (a *Account) AcceptInvite(ctx context.Context, room id.RoomID) error {

@@ -1,4 +1,4 @@
--- v0 -> v4: Latest revision
+-- v0 -> v5: Latest revision
 
 -- The inbound event ledger: one row per Matrix event, whichever accounts saw it.
 -- seq is the arrival order (replay order after a crash). raw is the event as JSON.
@@ -71,4 +71,17 @@ CREATE TABLE tracking_invited_room (
 	accepted_at BIGINT  NOT NULL,
 
 	PRIMARY KEY (room_id, account)
+);
+
+-- The rooms config.yaml provisions, as last provisioned: a restart whose configuration
+-- still hashes to spec_hash skips creating, joining and inviting (it only checks that the
+-- accounts are still joined). room_key: "room:<key>" for a room of the rooms section,
+-- "ref:<id or alias>" for a room an agent names directly. accounts: the user ids joined,
+-- one per line, sorted. provisioned_at: unix milliseconds.
+CREATE TABLE tracking_provisioned_room (
+	room_key       TEXT   PRIMARY KEY,
+	room_id        TEXT   NOT NULL,
+	spec_hash      TEXT   NOT NULL,
+	accounts       TEXT   NOT NULL,
+	provisioned_at BIGINT NOT NULL
 );
