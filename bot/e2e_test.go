@@ -80,6 +80,19 @@ agents:
 }
 
 // createRoom makes a public room owned by a person, inviting the given users.
+// barrier sends a message as u into room and waits until message:received
+// saw it. A room's events are handled in order, so everything that
+// reached the room before it has been handled by then: a barrier proves
+// that something did not happen without sleeping.
+func barrier(t testing.TB, rec *events, u *hstest.User, room id.RoomID) {
+	t.Helper()
+	resp, err := u.Client.SendText(context.Background(), room, "barrier")
+	if err != nil {
+		t.Fatalf("send barrier: %v", err)
+	}
+	rec.waitFor(t, fmt.Sprintf("msg:%s:%s", room, resp.EventID), 1, 60*time.Second)
+}
+
 func createRoom(t testing.TB, u *hstest.User, invite ...id.UserID) id.RoomID {
 	t.Helper()
 	resp, err := u.Client.CreateRoom(context.Background(), &mautrix.ReqCreateRoom{Preset: "public_chat", Invite: invite})
@@ -132,7 +145,7 @@ asyncio.run(main())
 
 	want := fmt.Sprintf("joined:%s:%s", room, late.UserID)
 	rec.waitFor(t, "left:", 1, 30*time.Second)
-	time.Sleep(time.Second) // let the rejoin arrive
+	barrier(t, &rec, owner, room) // the rejoin came before it in the room
 	if got := rec.list("joined:"); !slices.Equal(got, []string{want}) {
 		t.Errorf("member_joined fired %v, want exactly [%s]", got, want)
 	}
@@ -150,7 +163,7 @@ asyncio.run(main())
 		t.Fatal(err)
 	}
 	e.start(cfg, &rec, Options{})
-	time.Sleep(2 * time.Second)
+	barrier(t, &rec, owner, room)
 	if got := rec.list("joined:"); len(got) != 1 {
 		t.Errorf("after restart member_joined fired %v, want only the first join", got)
 	}
@@ -256,9 +269,14 @@ func TestInboxExactlyOnce(t *testing.T) {
 			}
 
 			e.start(cfg, &rec, Options{})
-			got := rec.waitFor(t, "msg:", len(sent), 120*time.Second)
-			time.Sleep(time.Second) // anything handed over twice would show up now
-			got = rec.list("msg:")
+			rec.waitFor(t, "msg:", len(sent), 120*time.Second)
+			// Events of a room are handled in order: once a later message
+			// in every room was handled, a second hand-over of an earlier
+			// one would have shown.
+			for _, room := range rooms {
+				barrier(t, &rec, owner, room)
+			}
+			got := rec.list("msg:")
 			counts := map[string]int{}
 			for _, s := range got {
 				counts[s[strings.LastIndex(s, ":$")+1:]]++
@@ -268,8 +286,8 @@ func TestInboxExactlyOnce(t *testing.T) {
 					t.Errorf("%s handed over %d times", evID, counts[string(evID)])
 				}
 			}
-			if len(got) != len(sent) {
-				t.Errorf("pipeline saw %d messages, %d were sent", len(got), len(sent))
+			if len(got) != len(sent)+len(rooms) {
+				t.Errorf("pipeline saw %d messages, %d were sent (and %d barriers)", len(got), len(sent), len(rooms))
 			}
 		})
 	}

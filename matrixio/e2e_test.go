@@ -403,13 +403,21 @@ func TestBurstWhileStoppedArrivesOnce(t *testing.T) {
 	batches := second.waitFor(t, 60*time.Second, "all burst messages", func(b []matrixio.SyncBatch) bool {
 		return len(timelineEvents(b, roomID, fromSender(human.UserID, event.EventMessage))) >= burst
 	})
-	time.Sleep(3 * time.Second) // let a duplicate, if any, arrive
-	batches = second.snapshot()
+	// Barrier: a later message reaches the sink after any duplicate of an
+	// earlier one would have.
+	barrier, err := human.Client.SendText(ctx, roomID, "barrier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches = second.waitFor(t, 60*time.Second, "the barrier", func(b []matrixio.SyncBatch) bool {
+		return len(timelineEvents(b, roomID, func(e *event.Event) bool { return e.ID == barrier.EventID })) > 0
+	})
 
 	got := timelineEvents(batches, roomID, fromSender(human.UserID, event.EventMessage))
-	if len(got) != burst {
-		t.Fatalf("sink got %d messages, want exactly %d", len(got), burst)
+	if len(got) != burst+1 || got[burst].ID != barrier.EventID {
+		t.Fatalf("sink got %d messages, want exactly %d and then the barrier", len(got), burst)
 	}
+	got = got[:burst]
 	for i, evt := range got {
 		if evt.ID != sent[i] {
 			t.Fatalf("message %d is %s, want %s (order or duplicates wrong)", i, evt.ID, sent[i])
