@@ -1,6 +1,6 @@
 # hookroom: a static binary in a minimal image.
 #
-#   docker build -t hookroom .
+#   docker build --build-arg VERSION=1.2.3 -t hookroom .
 #   docker run -v $PWD/hookroom-config:/etc/hookroom -v hookroom-data:/var/lib/hookroom hookroom
 #
 # Mount the directory that holds config.yaml (hot reload watches the directory:
@@ -16,7 +16,12 @@ ENV CGO_ENABLED=0 GOTOOLCHAIN=local
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN go build -tags goolm -trimpath -ldflags="-s -w" -o /out/hookroom ./cmd/hookroom
+# VERSION names the release in `hookroom version`; the VCS revision comes from
+# the copied .git (the build info), when the context has one.
+ARG VERSION=dev
+RUN go build -tags goolm -trimpath -buildvcs=auto \
+    -ldflags="-s -w -X github.com/hookroom/hookroom/bot.Version=${VERSION}" \
+    -o /out/hookroom ./cmd/hookroom
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/hookroom /usr/local/bin/hookroom

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"text/tabwriter"
 
@@ -29,7 +30,47 @@ Docs: README.md, docs/hooks.md, config.example.yaml
 `
 
 // Version is set at build time with -ldflags "-X github.com/hookroom/hookroom/bot.Version=…".
+// Left at "dev", the module version from the build info is used when there
+// is one (go install …@v1.2.3).
 var Version = "dev"
+
+// versionLine describes this build for `hookroom version`: the version,
+// the VCS revision and time the binary was built from (and whether the
+// tree had local changes), and the Go version.
+func versionLine() string {
+	v := Version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "hookroom " + v
+	}
+	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version
+	}
+	var rev, at string
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	line := "hookroom " + v
+	if rev != "" {
+		line += " (revision " + rev[:min(len(rev), 12)]
+		if at != "" {
+			line += ", " + at
+		}
+		if modified {
+			line += ", modified"
+		}
+		line += ")"
+	}
+	return line + " " + info.GoVersion
+}
 
 // Main is the hookroom command line. It returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -44,7 +85,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON (hooks)")
 	switch cmd {
 	case "version":
-		fmt.Fprintln(stdout, "hookroom", Version)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

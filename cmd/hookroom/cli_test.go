@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -106,5 +107,26 @@ func TestSeveralConfigErrorsAreSeveralLines(t *testing.T) {
 		if !found {
 			t.Errorf("no line names %s:\n%s", want, errOut.String())
 		}
+	}
+}
+
+// hookroom version names the build: the version and the Go toolchain; a
+// release's version comes from the -X flag.
+func TestVersion(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := bot.Main([]string{"version"}, &out, &errOut); code != 0 {
+		t.Fatalf("version exited %d: %s", code, errOut.String())
+	}
+	line := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(line, "hookroom ") || !strings.HasSuffix(line, runtime.Version()) {
+		t.Errorf("version printed %q, want hookroom, the version and %s", line, runtime.Version())
+	}
+	old := bot.Version
+	t.Cleanup(func() { bot.Version = old })
+	bot.Version = "1.2.3"
+	out.Reset()
+	bot.Main([]string{"version"}, &out, &errOut)
+	if !strings.HasPrefix(out.String(), "hookroom 1.2.3 ") {
+		t.Errorf("with Version set, version printed %q", out.String())
 	}
 }
