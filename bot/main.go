@@ -98,6 +98,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(rest); err != nil {
 		return 2
 	}
+	if err := hardenProcess(); err != nil {
+		fmt.Fprintf(stderr, "hookroom: %v\n", err)
+		return 1
+	}
 	ctx, stop := stopOnSignal()
 	defer stop()
 	cfg, err := config.Load(ctx, *cfgPath)

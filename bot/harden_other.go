@@ -1,0 +1,6 @@
+//go:build !linux
+
+package bot
+
+// hardenProcess does nothing outside Linux, which has no PR_SET_DUMPABLE.
+func hardenProcess() error { return nil }
