@@ -315,6 +315,13 @@ const maxBodyInMessage = 300
 // sctx is the request's own context (cancelled by the watchdog), parent the
 // caller's.
 func (m *openaiModel) classify(sctx, parent context.Context, err error) *ModelError {
+	me := m.classifyRaw(sctx, parent, err)
+	me.Message = scrubCredentials(me.Message, m.spec.APIKey)
+	return me
+}
+
+// classifyRaw is classify before the message is scrubbed of credentials.
+func (m *openaiModel) classifyRaw(sctx, parent context.Context, err error) *ModelError {
 	me := &ModelError{Model: m.spec.Model, Err: err}
 	if sctx.Err() != nil {
 		cause := context.Cause(sctx)

@@ -205,6 +205,8 @@ func TestOpenAIErrors(t *testing.T) {
 	}{
 		{name: "HTTP 500", reply: llmtest.HTTPError(500, "the engine is on fire"), kind: agents.ErrorHTTP, status: 500, retryable: true, message: "HTTP 500 Internal Server Error: the engine is on fire"},
 		{name: "HTTP 401", reply: llmtest.HTTPError(401, "Incorrect API key provided"), kind: agents.ErrorHTTP, status: 401, message: "HTTP 401 Unauthorized: Incorrect API key provided"},
+		{name: "HTTP 401 echoing the key", reply: llmtest.HTTPError(401, "Incorrect API key provided: "+testKey), kind: agents.ErrorHTTP, status: 401, message: "Incorrect API key provided: [REDACTED]"},
+		{name: "HTTP 403 echoing another credential", reply: llmtest.Reply{Status: 403, Body: `{"detail":"upstream refused Authorization: Bearer upstream-token-0123456789"}`}, kind: agents.ErrorHTTP, status: 403, message: "upstream refused Authorization: [REDACTED]"},
 		{name: "HTTP 429", reply: llmtest.HTTPError(429, "Rate limit reached"), kind: agents.ErrorHTTP, status: 429, retryable: true, message: "HTTP 429 Too Many Requests: Rate limit reached"},
 		{name: "HTTP 502 with a non-JSON body", reply: llmtest.Reply{Status: 502, Body: "<html>bad gateway</html>"}, kind: agents.ErrorHTTP, status: 502, retryable: true, message: "HTTP 502 Bad Gateway: <html>bad gateway</html>"},
 		{name: "HTTP 400 with an empty body", reply: llmtest.Reply{Status: 400, Body: " "}, kind: agents.ErrorHTTP, status: 400, message: "HTTP 400 Bad Request: (empty body)"},
