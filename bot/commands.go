@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -60,7 +61,8 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 		}
 		rep, err := b.Reload(ctx, true)
 		if err != nil {
-			reply = "Reload failed; the running configuration stays in service:\n\n```\n" + err.Error() + "\n```"
+			logErrors(zerolog.Ctx(ctx), zerolog.WarnLevel, err, "configuration not reloaded; the running one stays in service")
+			reply = reloadFailureSummary(err)
 		} else {
 			reply = fmt.Sprintf("Reloaded in %s: %s.", logDuration(rep.Took), rep.Summary())
 		}
@@ -86,4 +88,39 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 	if _, err := b.speakerIn(ev.RoomID).SendText(ctx, ev.RoomID, reply, opts); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("command", cmd.name).Msg("failed to answer a command")
 	}
+}
+
+// Bounds of the reload failure summary posted in a room.
+const (
+	summaryProblems    = 3
+	summaryProblemSize = 240
+)
+
+// absPath matches the directory part of an absolute path (after the start
+// or a space, quote or bracket), which a summary posted in a room leaves out.
+var absPath = regexp.MustCompile(`(^|[\s"'(\[])(/[^\s"'():\[\]]+)*/`)
+
+// reloadFailureSummary is what !reload-plugins posts when the reload
+// failed: how many problems, the first few (file names without their
+// directories, each shortened), and a pointer to the log, which has the
+// full report. Configuration values from ${VAR} are already masked in the
+// errors themselves.
+func reloadFailureSummary(err error) string {
+	errs := splitErrors(err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Reload failed (%d problem%s); the running configuration stays in service. The log has the full report.\n\n```\n",
+		len(errs), map[bool]string{true: "", false: "s"}[len(errs) == 1])
+	for i, e := range errs {
+		if i == summaryProblems {
+			break
+		}
+		line := strings.Join(strings.Fields(e.Error()), " ")
+		line = absPath.ReplaceAllString(line, "$1")
+		b.WriteString(truncate(line, summaryProblemSize) + "\n")
+	}
+	b.WriteString("```")
+	if n := len(errs) - summaryProblems; n > 0 {
+		fmt.Fprintf(&b, "\nand %d more.", n)
+	}
+	return b.String()
 }
