@@ -11,8 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/plugins"
@@ -204,5 +206,59 @@ func TestExampleConfigDocumentsBuiltinTools(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^\s+#\s+` + spec.Name + `\s+\S`).Match(data) {
 			t.Errorf("config.example.yaml does not describe the built-in tool %s", spec.Name)
 		}
+	}
+}
+
+// A plugin tool called by the tool loop of a turn gets the turn's agent,
+// room, thread, requester, session and correlation id.
+func TestPluginToolGetsTheTurnsContext(t *testing.T) {
+	cfg, set := toolConfig(t, false, "      - \"box/*\"\n")
+	resolved, _, err := resolveTools(cfg, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Bot{}
+	b.state.Store(&world{cfg: cfg, plugins: set, tools: resolved})
+	ts := b.toolsFor("a")
+	if got := ts.Names(); !reflect.DeepEqual(got, []string{"search", "fetch"}) {
+		t.Fatalf("tools %q", got)
+	}
+	srv := llmtest.NewServer(t,
+		llmtest.Calls(llmtest.ToolCall("c1", "search", `{"q":"x"}`)),
+		llmtest.Text("done"),
+	)
+	model, err := agents.NewModel(agents.ModelSpec{Provider: agents.ProviderOpenAI, BaseURL: srv.URL, Model: "test", RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolBoxCalls.Lock()
+	toolBoxCalls.calls = nil
+	toolBoxCalls.Unlock()
+	res, err := agents.Run(t.Context(), agents.RunRequest{
+		Model:    model,
+		Messages: []agents.Message{{Role: agents.RoleUser, Content: "search"}},
+		Tools:    ts, CorrelationID: "corr-7",
+		Agent: "a", RoomID: "!room:localhost", ThreadID: "$thread:localhost",
+		RequesterID: "@alice:localhost", SessionID: "session-7",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ToolTrace) != 1 || res.ToolTrace[0].Result != "box:search" {
+		t.Fatalf("tool trace %+v", res.ToolTrace)
+	}
+	toolBoxCalls.Lock()
+	defer toolBoxCalls.Unlock()
+	if len(toolBoxCalls.calls) != 1 {
+		t.Fatalf("%d calls", len(toolBoxCalls.calls))
+	}
+	got := toolBoxCalls.calls[0]
+	got.Emit = nil
+	want := plugins.ToolCall{
+		Arguments: json.RawMessage(`{"q":"x"}`), Agent: "a", RoomID: "!room:localhost", ThreadID: "$thread:localhost",
+		RequesterID: "@alice:localhost", SessionID: "session-7", CorrelationID: "corr-7",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tool call\n got %+v\nwant %+v", got, want)
 	}
 }
