@@ -19,6 +19,13 @@ const (
 	ToolRoomInfo    = "room_info"
 )
 
+// BuiltinTools returns the spec of every built-in tool, in the order they
+// are documented (config.example.yaml lists them under agents.<name>.tools).
+// The bot builds them by name: RoomInfoTool needs its room lookup.
+func BuiltinTools() []ToolSpec {
+	return []ToolSpec{CurrentTime{}.Spec(), RoomInfoTool(nil).Spec()}
+}
+
 // CurrentTime is the current_time tool: it tells the model the date and
 // time, in the time zone the model asks for or in Zone. Its zero value
 // answers in UTC from the system clock.

@@ -357,6 +357,17 @@ func ToolCallFrom(ctx context.Context) (hooks.ToolCall, bool) {
 	return tc.call, true
 }
 
+// ToolCorrelationID returns the correlation id of the turn a tool call
+// belongs to (the one its hook runs carry), when ctx is a tool call's
+// context.
+func ToolCorrelationID(ctx context.Context) (string, bool) {
+	tc, ok := ctx.Value(toolCtxKey{}).(*toolCtx)
+	if !ok {
+		return "", false
+	}
+	return tc.correlationID, true
+}
+
 // EmitEvent lets a tool emit the custom event name with payload (marshalled
 // to JSON) to the hooks of the turn's registry. The context it builds names
 // the call's agent, room, thread and requester; it runs in observer mode and

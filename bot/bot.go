@@ -97,6 +97,8 @@ type world struct {
 	models  map[string]agents.Model
 	specs   map[string]agents.ModelSpec
 	plugins *plugins.Set // nil when Options.Registry replaced plugin loading
+	// tools are each agent's effective tools (resolveTools).
+	tools map[hooks.AgentName][]ToolInfo
 }
 
 // w returns the world in service.
@@ -156,6 +158,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 		return nil, b.closeWith(err)
 	}
 	b.live.Store(reg)
+	if err := applyTools(ctx, b.w()); err != nil {
+		return nil, b.closeWith(err)
+	}
 	b.dispatch = newDispatcher(b)
 	return b, nil
 }

@@ -24,6 +24,7 @@ Usage:
   hookroom run    --config FILE   run the server
   hookroom check  --config FILE   validate the configuration and the plugins
   hookroom hooks  --config FILE   list every hook with its effective settings
+  hookroom tools  --config FILE   list each agent's effective tools
   hookroom version                print the version
 
 Docs: README.md, docs/hooks.md, config.example.yaml
@@ -82,7 +83,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "config.yaml", "path to config.yaml")
-	asJSON := fs.Bool("json", false, "print JSON (hooks)")
+	asJSON := fs.Bool("json", false, "print JSON (hooks, tools)")
 	switch cmd {
 	case "version":
 		fmt.Fprintln(stdout, versionLine())
@@ -90,7 +91,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "run", "check", "hooks":
+	case "run", "check", "hooks", "tools":
 	default:
 		fmt.Fprintf(stderr, "hookroom: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -145,6 +146,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%v\t%v\n", h.Event, h.Mode, h.Position, h.Plugin, h.Hook, h.Priority, h.Timeout, h.FailurePolicy, h.Agents, h.Rooms)
 		}
 		_ = tw.Flush()
+		fmt.Fprintln(stdout, "\nEach agent's tools: hookroom tools --config", cfg.Path)
+		return 0
+	case "tools":
+		b, err := New(ctx, cfg, Options{})
+		if err != nil {
+			printErrors(stderr, err)
+			return 1
+		}
+		defer b.Close()
+		printTools(stdout, b.Tools(), *asJSON)
 		return 0
 	}
 	b, err := New(ctx, cfg, Options{Watch: true})
@@ -157,6 +168,27 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// printTools prints each agent's effective tools as a table or JSON.
+func printTools(w io.Writer, list []AgentTools, asJSON bool) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(list)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tTOOL\tSOURCE\tDESCRIPTION")
+	for _, a := range list {
+		if len(a.Tools) == 0 {
+			fmt.Fprintf(tw, "%s\t(none)\t\t\n", a.Agent)
+		}
+		for _, t := range a.Tools {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Agent, t.Name, t.Source, t.Description)
+		}
+	}
+	_ = tw.Flush()
 }
 
 // stopOnSignal returns a context cancelled on SIGINT or SIGTERM. Unlike

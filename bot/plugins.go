@@ -54,10 +54,18 @@ func (t pluginTool) Spec() agents.ToolSpec {
 	return agents.ToolSpec{Name: t.tool.Name, Description: t.tool.Description, Parameters: t.tool.Parameters}
 }
 
-func (t pluginTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
+// pluginToolCall is the ToolCall a plugin tool gets: the arguments and the
+// turn's agent, room, thread, requester, session and correlation id, from
+// the tool call's context.
+func pluginToolCall(ctx context.Context, args json.RawMessage) plugins.ToolCall {
 	call, _ := agents.ToolCallFrom(ctx)
-	return t.set.CallTool(ctx, t.b.live.Load(), t.tool.Name, plugins.ToolCall{
+	corr, _ := agents.ToolCorrelationID(ctx)
+	return plugins.ToolCall{
 		Arguments: args, Agent: call.Agent, RoomID: call.RoomID, ThreadID: call.ThreadID,
-		RequesterID: call.RequesterID, SessionID: call.SessionID,
-	})
+		RequesterID: call.RequesterID, SessionID: call.SessionID, CorrelationID: corr,
+	}
+}
+
+func (t pluginTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	return t.set.CallTool(ctx, t.b.live.Load(), t.tool.Name, pluginToolCall(ctx, args))
 }

@@ -130,6 +130,10 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 		next.plugins, reg = set, r
 		rep.Plugins = set.Changes(old.plugins)
 	}
+	if err := applyTools(ctx, next); err != nil {
+		b.discard(next, old)
+		return rep, fmt.Errorf("failed to reload: %w", err)
+	}
 
 	// Accounts and rooms.
 	agentsChanged := len(rep.Config.AgentsAdded)+len(rep.Config.AgentsRemoved)+len(rep.Config.AgentsChanged) > 0

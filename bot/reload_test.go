@@ -165,12 +165,14 @@ func TestBrokenEditKeepsRunningConfig(t *testing.T) {
 		{"unknown key", e.body("plugins:\n  - builtin: context_info\n    colour: blue\n", ""), "plugins[0].colour: unknown key"},
 		{"unknown builtin", e.body("plugins:\n  - builtin: no_such_plugin\n", ""), "no_such_plugin"},
 		{"duplicate plugin", e.body("plugins:\n  - builtin: context_info\n  - builtin: context_info\n", ""), "listed twice"},
+		{"unknown tool", e.body("plugins:\n  - builtin: context_info\n", "    tools: [current_time, teleport]\n"), `agents.helper.tools[1]: unknown tool`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e.rewrite(tc.body)
 			e.waitLog("configuration not reloaded", i+1)
 			logs := e.logs.String()
-			last := logs[strings.LastIndex(logs, "configuration not reloaded")-400:]
+			at := strings.LastIndex(logs, "configuration not reloaded")
+			last := logs[strings.LastIndex(logs[:at], "\n")+1:]
 			if !strings.Contains(last, tc.want) || !strings.Contains(last, "config.yaml:") {
 				t.Errorf("error does not name %q with file:line:\n%s", tc.want, last)
 			}

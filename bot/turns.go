@@ -153,33 +153,6 @@ func (b *Bot) modelFor(agent hooks.AgentName) agents.Model {
 	return b.w().models[b.modelName(agent)]
 }
 
-// toolsFor builds the tools an agent may call.
-func (b *Bot) toolsFor(agent hooks.AgentName) *agents.Toolset {
-	var tools []agents.Tool
-	for _, name := range b.w().cfg.Agents[string(agent)].Tools {
-		switch name {
-		case agents.ToolCurrentTime:
-			tools = append(tools, agents.CurrentTime{})
-		case agents.ToolRoomInfo:
-			tools = append(tools, agents.RoomInfoTool(b.roomInfo))
-		default:
-			if set := b.w().plugins; set != nil {
-				if t, ok := set.Tool(name); ok {
-					tools = append(tools, pluginTool{b: b, set: set, tool: t})
-				}
-			}
-		}
-	}
-	if len(tools) == 0 {
-		return nil
-	}
-	ts, err := agents.NewToolset(tools...)
-	if err != nil {
-		return nil
-	}
-	return ts
-}
-
 // roomInfo answers the room_info tool for the room of the call.
 func (b *Bot) roomInfo(ctx context.Context) (agents.RoomInfo, error) {
 	call, _ := agents.ToolCallFrom(ctx)

@@ -176,7 +176,11 @@ type Agent struct {
 	// Rooms lists room keys (of rooms), room ids ("!…") or aliases ("#…:server")
 	// the agent joins and answers in.
 	Rooms []string `yaml:"rooms"`
-	// Tools names the tools the agent may call.
+	// Tools selects the tools the agent may call: tool names, globs over
+	// them ("web_*") or over qualified names SOURCE/TOOL, where SOURCE is
+	// "builtin", a plugin's name or "mcp:SERVER" ("my_plugin/*"). Validate
+	// checks the syntax; whether they name tools is checked where the
+	// plugins are known (hookroom check, start-up, reload).
 	Tools []string `yaml:"tools"`
 	// Plugins is an allowlist of plugin names whose hooks run for this agent:
 	// nil (key absent) means every plugin, an empty list means none.

@@ -79,3 +79,9 @@ func within(path, p string) bool {
 	rest := path[len(p):]
 	return rest == "" || rest[0] == '.' || rest[0] == '['
 }
+
+// AgentToolPath is the key path of entry i of agents.<agent>.tools, for
+// Config.Errorf and Config.Line.
+func AgentToolPath(agent string, i int) string {
+	return joinIndex(joinKey(joinKey("agents", agent), "tools"), i)
+}

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -258,6 +260,13 @@ func (v *validator) agents() {
 		}
 		v.names(joinKey(p, "rooms"), a.Rooms)
 		v.names(joinKey(p, "tools"), a.Tools)
+		for i, t := range a.Tools {
+			if t != "" {
+				if msg := toolPatternProblem(t); msg != "" {
+					v.errorf(AgentToolPath(name, i), "%s", msg)
+				}
+			}
+		}
 		v.names(joinKey(p, "plugins"), a.Plugins)
 	}
 }
@@ -286,6 +295,43 @@ func (v *validator) names(path string, list []string) {
 			seen[n] = i
 		}
 	}
+}
+
+// toolNameRE is the grammar of a tool's name as the model sees it (the
+// function-name rule of OpenAI-compatible APIs).
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// IsToolPattern reports whether an agents.<name>.tools entry is a pattern
+// (it holds a glob character or names a source: "source/tool") rather than
+// one tool's name.
+func IsToolPattern(entry string) bool {
+	return strings.ContainsAny(entry, "*?[/\\")
+}
+
+// toolPatternProblem checks the syntax of an agents.<name>.tools entry:
+// a tool name, a glob over tool names ("web_*"), or a glob over qualified
+// names "source/tool" where source is "builtin", a plugin name or
+// "mcp:SERVER" ("mcp:github/*", "my_plugin/*"). Whether it names existing
+// tools is checked where the plugins are known (bot).
+func toolPatternProblem(entry string) string {
+	if !IsToolPattern(entry) {
+		if !toolNameRE.MatchString(entry) {
+			return fmt.Sprintf("%q is not a tool name (1 to 64 characters of a-z A-Z 0-9 _ -) nor a pattern such as plugin_name/* or mcp:server/*", entry)
+		}
+		return ""
+	}
+	if _, err := path.Match(entry, ""); err != nil {
+		return fmt.Sprintf("%q is not a valid glob pattern (path.Match syntax: * ? [a-z])", entry)
+	}
+	if strings.Contains(entry, "\\") {
+		return fmt.Sprintf("%q: backslash escapes are not allowed in tool patterns", entry)
+	}
+	if src, tool, qualified := strings.Cut(entry, "/"); qualified {
+		if src == "" || tool == "" || strings.Contains(tool, "/") {
+			return fmt.Sprintf("%q: a qualified pattern is SOURCE/TOOL (builtin/current_time, my_plugin/*, mcp:github/*)", entry)
+		}
+	}
+	return ""
 }
 
 func (v *validator) authorization() {

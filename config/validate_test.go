@@ -144,6 +144,20 @@ func TestValidation(t *testing.T) {
 			`config.yaml:9: authorization.invite_users[4]: "*:example.org" is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)`,
 			`config.yaml:10: authorization.invite_users[5]: "@bob*:example.org" is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)`,
 		},
+	}, {
+		name: "valid: tool names and patterns (existence is checked where plugins are known)",
+		yaml: models + "agents:\n  a:\n    tools: [current_time, some_plugin_tool, \"web_*\", \"my_plugin/*\", \"mcp:github/*\", \"builtin/room_info\", \"*/search\"]\n",
+	}, {
+		name: "tool entries: bad names and patterns, each at its line",
+		yaml: models + "agents:\n  a:\n    tools:\n      - \"two words\"\n      - \"web_[\"\n      - \"/x\"\n      - \"p/\"\n      - \"a/b/c\"\n      - \"p/\\\\*\"\n      - ok\n",
+		want: []string{
+			`config.yaml:8: agents.a.tools[0]: "two words" is not a tool name (1 to 64 characters of a-z A-Z 0-9 _ -) nor a pattern such as plugin_name/* or mcp:server/*`,
+			`config.yaml:9: agents.a.tools[1]: "web_[" is not a valid glob pattern (path.Match syntax: * ? [a-z])`,
+			`config.yaml:10: agents.a.tools[2]: "/x": a qualified pattern is SOURCE/TOOL (builtin/current_time, my_plugin/*, mcp:github/*)`,
+			`config.yaml:11: agents.a.tools[3]: "p/": a qualified pattern is SOURCE/TOOL (builtin/current_time, my_plugin/*, mcp:github/*)`,
+			`config.yaml:12: agents.a.tools[4]: "a/b/c": a qualified pattern is SOURCE/TOOL (builtin/current_time, my_plugin/*, mcp:github/*)`,
+			`config.yaml:13: agents.a.tools[5]: "p/\\*": backslash escapes are not allowed in tool patterns`,
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

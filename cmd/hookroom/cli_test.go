@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -128,5 +130,60 @@ func TestVersion(t *testing.T) {
 	bot.Main([]string{"version"}, &out, &errOut)
 	if !strings.HasPrefix(out.String(), "hookroom 1.2.3 ") {
 		t.Errorf("with Version set, version printed %q", out.String())
+	}
+}
+
+func TestToolsCommandListsEffectiveTools(t *testing.T) {
+	path := exampleConfig(t)
+	var out, errOut bytes.Buffer
+	if code := bot.Main([]string{"tools", "--config", path, "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("tools exited %d:\n%s", code, errOut.String())
+	}
+	var list []bot.AgentTools
+	if err := json.Unmarshal(out.Bytes(), &list); err != nil {
+		t.Fatalf("tools --json printed no JSON: %v\n%s", err, out.String())
+	}
+	got := map[hooks.AgentName][]string{}
+	for _, a := range list {
+		got[a.Agent] = []string{}
+		for _, tool := range a.Tools {
+			if tool.Description == "" {
+				t.Errorf("%s/%s has no description", tool.Source, tool.Name)
+			}
+			got[a.Agent] = append(got[a.Agent], tool.Source+"/"+tool.Name)
+		}
+	}
+	want := map[hooks.AgentName][]string{"assistant": {"builtin/current_time", "builtin/room_info"}, "coder": {}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tools %v, want %v", got, want)
+	}
+
+	out.Reset()
+	if code := bot.Main([]string{"tools", "--config", path}, &out, &errOut); code != 0 {
+		t.Fatalf("tools exited %d:\n%s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "assistant  current_time  builtin  Get the current date and time.") {
+		t.Errorf("tools table:\n%s", out.String())
+	}
+}
+
+func TestCheckRejectsUnknownToolWithFileLine(t *testing.T) {
+	data, err := os.ReadFile(exampleConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Replace(string(data), "tools: [current_time, room_info]", "tools: [current_time, teleport]", 1)
+	line := 1 + strings.Count(body[:strings.Index(body, "teleport")], "\n")
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := bot.Main([]string{"check", "--config", path}, &out, &errOut); code == 0 {
+		t.Fatal("check accepted an unknown tool")
+	}
+	want := fmt.Sprintf(`config.yaml:%d: agents.assistant.tools[1]: unknown tool "teleport"`, line)
+	if !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 	}
 }

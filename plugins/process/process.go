@@ -436,7 +436,8 @@ func (p *Plugin) CallTool(ctx context.Context, name string, call ToolCallRequest
 	}
 	params := protocol.ToolCallParams{
 		Invocation: inv.id, Tool: name, Arguments: args, Agent: string(call.Agent), RoomID: call.RoomID,
-		ThreadID: call.ThreadID, RequesterID: call.RequesterID, SessionID: call.SessionID, DeadlineMS: deadlineMS(ctx),
+		ThreadID: call.ThreadID, RequesterID: call.RequesterID, SessionID: call.SessionID, CorrelationID: call.CorrelationID,
+		DeadlineMS: deadlineMS(ctx),
 	}
 	raw, err := inst.conn.Call(ctx, protocol.MethodToolCall, params)
 	if err != nil {

@@ -125,6 +125,12 @@ var testPlugin = sdk.Plugin{
 			},
 		},
 		{
+			Name: "whoami", Description: "answers with who called it, where, in which turn",
+			Func: func(_ context.Context, call plugins.ToolCall) (string, error) {
+				return fmt.Sprintf("%s %s %s %s %s %s", call.Agent, call.RoomID, call.ThreadID, call.RequesterID, call.SessionID, call.CorrelationID), nil
+			},
+		},
+		{
 			Name: "announce", Description: "emits sdktest:emitted",
 			Func: func(ctx context.Context, call plugins.ToolCall) (string, error) {
 				if err := call.EmitEvent(ctx, "sdktest:emitted", map[string]string{"from": "tool"}); err != nil {
@@ -220,6 +226,9 @@ type harness struct {
 	svc      *hooktest.Services
 	stateDir string
 	callTool func(name string, args string) (string, error)
+	// callToolAs runs a tool with call's agent, room, thread, requester,
+	// session and correlation id (its Emit is ignored).
+	callToolAs func(name string, call plugins.ToolCall) (string, error)
 }
 
 var testSettings = map[string]any{"footer": "\n-- sent by hookroom", "home": "Berlin"}
@@ -261,6 +270,10 @@ func newHarness(t *testing.T, mode string) *harness {
 			i := slices.IndexFunc(tools, func(t plugins.Tool) bool { return t.Name == name })
 			return tools[i].Call(h.ctx, plugins.ToolCall{Arguments: json.RawMessage(args), Emit: h.emitToRegistry})
 		}
+		h.callToolAs = func(name string, call plugins.ToolCall) (string, error) {
+			i := slices.IndexFunc(tools, func(t plugins.Tool) bool { return t.Name == name })
+			return tools[i].Call(h.ctx, call)
+		}
 	case "process":
 		exe, err := os.Executable()
 		if err != nil {
@@ -277,6 +290,12 @@ func newHarness(t *testing.T, mode string) *harness {
 		hp = p.RegistryPlugin("test")
 		h.callTool = func(name, args string) (string, error) {
 			return p.CallTool(h.ctx, name, process.ToolCallRequest{Arguments: json.RawMessage(args), Emit: h.emitToRegistry})
+		}
+		h.callToolAs = func(name string, call plugins.ToolCall) (string, error) {
+			return p.CallTool(h.ctx, name, process.ToolCallRequest{
+				Arguments: call.Arguments, Agent: call.Agent, RoomID: call.RoomID, ThreadID: call.ThreadID,
+				RequesterID: call.RequesterID, SessionID: call.SessionID, CorrelationID: call.CorrelationID,
+			})
 		}
 	}
 	h.reg = hooktest.Registry(t, []hooks.Plugin{hp}, hooks.Options{Services: h.svc.Bind()})
@@ -411,6 +430,13 @@ func TestSameCodeBothModes(t *testing.T) {
 				out, err := h.callTool("add", `{"a":2,"b":40}`)
 				if err != nil || out != "42" {
 					t.Errorf("add = %q, %v", out, err)
+				}
+				out, err = h.callToolAs("whoami", plugins.ToolCall{
+					Agent: hooktest.Agent, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
+					RequesterID: hooktest.Sender, SessionID: "session-1", CorrelationID: "corr-1",
+				})
+				if want := fmt.Sprintf("%s %s %s %s session-1 corr-1", hooktest.Agent, hooktest.Room, hooktest.EventID, hooktest.Sender); err != nil || out != want {
+					t.Errorf("whoami = %q, %v; want %q", out, err, want)
 				}
 				before := len(h.svc.Sent())
 				out, err = h.callTool("announce", `{}`)

@@ -319,7 +319,7 @@ func (s *server) callTool(ctx context.Context, params *protocol.ToolCallParams) 
 	tc := plugins.ToolCall{
 		Arguments: params.Arguments, Agent: hooks.AgentName(params.Agent), RoomID: params.RoomID,
 		ThreadID: params.ThreadID, RequesterID: params.RequesterID, SessionID: params.SessionID,
-		Emit: cl.emit,
+		CorrelationID: params.CorrelationID, Emit: cl.emit,
 	}
 	out, err := t.Call(ctx, tc)
 	if err != nil {

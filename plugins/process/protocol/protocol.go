@@ -158,7 +158,10 @@ type ToolCallParams struct {
 	ThreadID    id.EventID      `json:"thread_id,omitempty"`
 	RequesterID id.UserID       `json:"requester_id,omitempty"`
 	SessionID   string          `json:"session_id,omitempty"`
-	DeadlineMS  int64           `json:"deadline_ms"`
+	// CorrelationID is the turn's correlation id, the one its hook runs
+	// carry (for logs).
+	CorrelationID string `json:"correlation_id,omitempty"`
+	DeadlineMS    int64  `json:"deadline_ms"`
 }
 
 // ToolCallResult is the tool's output, as the model will read it.

@@ -567,6 +567,8 @@ class ToolCall(_Base):
         self.thread_id: str = params.get("thread_id", "")
         self.requester_id: str = params.get("requester_id", "")
         self.session_id: str = params.get("session_id", "")
+        #: The turn's correlation id, the one its hook runs carry (for logs).
+        self.correlation_id: str = params.get("correlation_id", "")
 
 
 @dataclasses.dataclass

@@ -99,6 +99,11 @@ async def add(call):
     return str(call.arguments["a"] + call.arguments["b"])
 
 
+@tool("whoami", "answers with who called it, where, in which turn")
+async def whoami(call):
+    return " ".join([call.agent, call.room_id, call.thread_id, call.requester_id, call.session_id, call.correlation_id])
+
+
 @tool("announce", "emits sdktest:emitted")
 async def announce(call):
     await call.emit("sdktest:emitted", {"from": "tool"})
