@@ -208,30 +208,42 @@ func outage(t *testing.T, limit, nRooms, messages int) {
 	}
 
 	// What the people see: exactly one reply by the agent to each message.
-	replies := map[id.EventID]int{}
-	for i, r := range rooms {
-		for _, ev := range roomEventsSince(t, people[0], r, since[i]) {
-			if ev.Sender != helper || ev.Type != event.EventMessage {
-				continue
-			}
-			rel := ev.Content.AsMessage().RelatesTo
-			if rel == nil || rel.Type == event.RelReplace {
-				continue
-			}
-			if to := rel.GetReplyTo(); to != "" {
-				replies[to]++
+	// Dendrite's sync stream takes in sent events a moment after the send
+	// returned, so the replies are read until every message has one (or a
+	// deadline passes); a doubled reply was sent before hookroom stopped,
+	// so it shows by then too.
+	var seenMissing, seenDoubled int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		replies := map[id.EventID]int{}
+		for i, r := range rooms {
+			for _, ev := range roomEventsSince(t, people[0], r, since[i]) {
+				if ev.Sender != helper || ev.Type != event.EventMessage {
+					continue
+				}
+				rel := ev.Content.AsMessage().RelatesTo
+				if rel == nil || rel.Type == event.RelReplace {
+					continue
+				}
+				if to := rel.GetReplyTo(); to != "" {
+					replies[to]++
+				}
 			}
 		}
-	}
-	seenMissing, seenDoubled := 0, 0
-	for evID := range sent {
-		switch replies[evID] {
-		case 0:
-			seenMissing++
-		case 1:
-		default:
-			seenDoubled++
+		seenMissing, seenDoubled = 0, 0
+		for evID := range sent {
+			switch replies[evID] {
+			case 0:
+				seenMissing++
+			case 1:
+			default:
+				seenDoubled++
+			}
 		}
+		if seenMissing == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if seenMissing > 0 || seenDoubled > 0 {
 		t.Errorf("in the rooms, %d of %d messages have no reply and %d more than one", seenMissing, len(sent), seenDoubled)
