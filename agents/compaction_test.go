@@ -84,90 +84,92 @@ func compactReq(reg *hooks.Registry, budget, keep int, summarizer agents.Model) 
 }
 
 func TestCompactWithSummary(t *testing.T) {
-	h, _ := newHistory(t)
-	ctx := hooktest.Context(t)
-	turns, all := seed(t, h, "scope")
-	srv := llmtest.NewServer(t, llmtest.Text("They talked about ", "the weather and the time."))
-	var ch compactionHooks
-	reg := ch.registry(t, srv, nil)
-	kept := append(append([]agents.Message(nil), turns[2]...), turns[3]...)
-	dropped := append(append([]agents.Message(nil), turns[0]...), turns[1]...)
-	total := agents.EstimateTokens(all...)
-	keep := agents.EstimateTokens(kept...)
+	forDialects(t, func(t *testing.T, dialect string) {
+		h, _ := newHistoryOn(t, dialect)
+		ctx := hooktest.Context(t)
+		turns, all := seed(t, h, "scope")
+		srv := llmtest.NewServer(t, llmtest.Text("They talked about ", "the weather and the time."))
+		var ch compactionHooks
+		reg := ch.registry(t, srv, nil)
+		kept := append(append([]agents.Message(nil), turns[2]...), turns[3]...)
+		dropped := append(append([]agents.Message(nil), turns[0]...), turns[1]...)
+		total := agents.EstimateTokens(all...)
+		keep := agents.EstimateTokens(kept...)
 
-	res, err := h.Compact(ctx, compactReq(reg, total-1, keep, testModel(t, srv)))
-	if err != nil {
-		t.Fatalf("Compact: %v", err)
-	}
-	summary := "They talked about the weather and the time."
-	compacted := append([]agents.Message{{Role: agents.RoleSystem, Content: agents.SummaryHeader + summary}}, kept...)
-	want := agents.CompactResult{
-		Compacted: true, Summarized: true, Summary: summary, TokensBefore: total,
-		TokensAfter: agents.EstimateTokens(compacted...), Dropped: len(dropped), Kept: len(kept),
-	}
-	if *res != want {
-		t.Errorf("result = %+v, want %+v", *res, want)
-	}
-	got, err := h.Load(ctx, "scope")
-	if err != nil || !reflect.DeepEqual(got, compacted) {
-		t.Fatalf("stored history =\n%q\nwant\n%q (%v)", got, compacted, err)
-	}
-
-	// The summary request carries the dropped turns, not the kept ones.
-	sreq := srv.LastRequest(t)
-	if len(sreq.Body.Messages) != 2 || sreq.Body.Messages[0].Role != "system" || !strings.Contains(sreq.System(), "running summary") {
-		t.Fatalf("summary request = %+v", sreq.Body.Messages)
-	}
-	transcript := sreq.LastUser()
-	if transcript != agents.Transcript(dropped) {
-		t.Errorf("transcript = %q", transcript)
-	}
-	for _, s := range []string{"[user]\nq1 about the weather", "[assistant]\na1 sunny", `(calls tool current_time with {"timezone":"Europe/Berlin"})`, "[tool result]\n{\"time\":\"12:00\"}"} {
-		if !strings.Contains(transcript, s) {
-			t.Errorf("transcript lacks %q", s)
+		res, err := h.Compact(ctx, compactReq(reg, total-1, keep, testModel(t, srv)))
+		if err != nil {
+			t.Fatalf("Compact: %v", err)
 		}
-	}
-	if strings.Contains(transcript, "q3") || len(sreq.Body.Tools) != 0 {
-		t.Errorf("summary request includes kept turns or tools")
-	}
+		summary := "They talked about the weather and the time."
+		compacted := append([]agents.Message{{Role: agents.RoleSystem, Content: agents.SummaryHeader + summary}}, kept...)
+		want := agents.CompactResult{
+			Compacted: true, Summarized: true, Summary: summary, TokensBefore: total,
+			TokensAfter: agents.EstimateTokens(compacted...), Dropped: len(dropped), Kept: len(kept),
+		}
+		if *res != want {
+			t.Errorf("result = %+v, want %+v", *res, want)
+		}
+		got, err := h.Load(ctx, "scope")
+		if err != nil || !reflect.DeepEqual(got, compacted) {
+			t.Fatalf("stored history =\n%q\nwant\n%q (%v)", got, compacted, err)
+		}
 
-	sess, _ := h.Session(ctx, "scope")
-	if sess.Compactions != 1 {
-		t.Errorf("compactions = %d", sess.Compactions)
-	}
-	wantHook := hooks.CompactionContext{
-		Agent: hooktest.Agent, ScopeKey: "scope", SessionID: sess.ID, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
-		Messages: hookMessages(dropped), TokensBefore: total,
-	}
-	wantHook.CorrelationID = "corr-c"
-	bs, as := ch.before.all(), ch.after.all()
-	if len(bs) != 1 || len(as) != 1 {
-		t.Fatalf("hooks ran before %d, after %d times", len(bs), len(as))
-	}
-	if ch.countAtBefore != 0 {
-		t.Errorf("compaction:before ran after the summary request")
-	}
-	if !sameCompaction(bs[0], wantHook) {
-		t.Errorf("compaction:before = %+v\nwant %+v", bs[0], wantHook)
-	}
-	wantHook.TokensAfter, wantHook.Summary = want.TokensAfter, summary
-	if !sameCompaction(as[0], wantHook) {
-		t.Errorf("compaction:after = %+v\nwant %+v", as[0], wantHook)
-	}
+		// The summary request carries the dropped turns, not the kept ones.
+		sreq := srv.LastRequest(t)
+		if len(sreq.Body.Messages) != 2 || sreq.Body.Messages[0].Role != "system" || !strings.Contains(sreq.System(), "running summary") {
+			t.Fatalf("summary request = %+v", sreq.Body.Messages)
+		}
+		transcript := sreq.LastUser()
+		if transcript != agents.Transcript(dropped) {
+			t.Errorf("transcript = %q", transcript)
+		}
+		for _, s := range []string{"[user]\nq1 about the weather", "[assistant]\na1 sunny", `(calls tool current_time with {"timezone":"Europe/Berlin"})`, "[tool result]\n{\"time\":\"12:00\"}"} {
+			if !strings.Contains(transcript, s) {
+				t.Errorf("transcript lacks %q", s)
+			}
+		}
+		if strings.Contains(transcript, "q3") || len(sreq.Body.Tools) != 0 {
+			t.Errorf("summary request includes kept turns or tools")
+		}
 
-	// A second compaction folds the earlier summary into the new one.
-	srv.Script(llmtest.Text("Summary of everything."))
-	res, err = h.Compact(ctx, compactReq(nil, agents.EstimateTokens(compacted...)-1, agents.EstimateTokens(turns[3]...), testModel(t, srv)))
-	if err != nil || !res.Compacted || res.Dropped != 1+len(turns[2]) {
-		t.Fatalf("second Compact = %+v, %v", res, err)
-	}
-	if tr := srv.LastRequest(t).LastUser(); !strings.HasPrefix(tr, "[system]\n"+agents.SummaryHeader+summary) {
-		t.Errorf("second transcript = %q", tr)
-	}
-	got, _ = h.Load(ctx, "scope")
-	if len(got) != 1+len(turns[3]) || got[0].Content != agents.SummaryHeader+"Summary of everything." {
-		t.Errorf("after the second compaction: %q", got)
-	}
+		sess, _ := h.Session(ctx, "scope")
+		if sess.Compactions != 1 {
+			t.Errorf("compactions = %d", sess.Compactions)
+		}
+		wantHook := hooks.CompactionContext{
+			Agent: hooktest.Agent, ScopeKey: "scope", SessionID: sess.ID, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
+			Messages: hookMessages(dropped), TokensBefore: total,
+		}
+		wantHook.CorrelationID = "corr-c"
+		bs, as := ch.before.all(), ch.after.all()
+		if len(bs) != 1 || len(as) != 1 {
+			t.Fatalf("hooks ran before %d, after %d times", len(bs), len(as))
+		}
+		if ch.countAtBefore != 0 {
+			t.Errorf("compaction:before ran after the summary request")
+		}
+		if !sameCompaction(bs[0], wantHook) {
+			t.Errorf("compaction:before = %+v\nwant %+v", bs[0], wantHook)
+		}
+		wantHook.TokensAfter, wantHook.Summary = want.TokensAfter, summary
+		if !sameCompaction(as[0], wantHook) {
+			t.Errorf("compaction:after = %+v\nwant %+v", as[0], wantHook)
+		}
+
+		// A second compaction folds the earlier summary into the new one.
+		srv.Script(llmtest.Text("Summary of everything."))
+		res, err = h.Compact(ctx, compactReq(nil, agents.EstimateTokens(compacted...)-1, agents.EstimateTokens(turns[3]...), testModel(t, srv)))
+		if err != nil || !res.Compacted || res.Dropped != 1+len(turns[2]) {
+			t.Fatalf("second Compact = %+v, %v", res, err)
+		}
+		if tr := srv.LastRequest(t).LastUser(); !strings.HasPrefix(tr, "[system]\n"+agents.SummaryHeader+summary) {
+			t.Errorf("second transcript = %q", tr)
+		}
+		got, _ = h.Load(ctx, "scope")
+		if len(got) != 1+len(turns[3]) || got[0].Content != agents.SummaryHeader+"Summary of everything." {
+			t.Errorf("after the second compaction: %q", got)
+		}
+	})
 }
 
 func sameCompaction(a, b hooks.CompactionContext) bool {
@@ -207,208 +209,218 @@ func pairsIntact(t *testing.T, msgs []agents.Message) {
 }
 
 func TestCompactTruncates(t *testing.T) {
-	turns, all := conversation()
-	total := agents.EstimateTokens(all...)
-	last := agents.EstimateTokens(turns[3]...)
-	lastTwo := last + agents.EstimateTokens(turns[2]...)
-	cases := []struct {
-		name        string
-		keep        int
-		wantDropped int // turns
-	}{
-		{name: "keep room for one turn", keep: last, wantDropped: 3},
-		{name: "keep less than the newest turn", keep: 1, wantDropped: 3},
-		{name: "keep room that ends inside a tool pair", keep: lastTwo + 6, wantDropped: 2},
-		{name: "keep room for all but the oldest turn", keep: total - agents.EstimateTokens(turns[0]...), wantDropped: 1},
-		{name: "default keep is half the budget", keep: 0, wantDropped: 2},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h, _ := newHistory(t)
-			ctx := hooktest.Context(t)
-			seed(t, h, "scope")
-			var ch compactionHooks
-			budget := total - 1
-			if tc.keep == 0 {
-				budget = lastTwo * 2
-			}
-			res, err := h.Compact(ctx, compactReq(ch.registry(t, nil, nil), budget, tc.keep, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var kept, dropped []agents.Message
-			for i, turn := range turns {
-				if i < tc.wantDropped {
-					dropped = append(dropped, turn...)
-				} else {
-					kept = append(kept, turn...)
+	forDialects(t, func(t *testing.T, dialect string) {
+		turns, all := conversation()
+		total := agents.EstimateTokens(all...)
+		last := agents.EstimateTokens(turns[3]...)
+		lastTwo := last + agents.EstimateTokens(turns[2]...)
+		cases := []struct {
+			name        string
+			keep        int
+			wantDropped int // turns
+		}{
+			{name: "keep room for one turn", keep: last, wantDropped: 3},
+			{name: "keep less than the newest turn", keep: 1, wantDropped: 3},
+			{name: "keep room that ends inside a tool pair", keep: lastTwo + 6, wantDropped: 2},
+			{name: "keep room for all but the oldest turn", keep: total - agents.EstimateTokens(turns[0]...), wantDropped: 1},
+			{name: "default keep is half the budget", keep: 0, wantDropped: 2},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				h, _ := newHistoryOn(t, dialect)
+				ctx := hooktest.Context(t)
+				seed(t, h, "scope")
+				var ch compactionHooks
+				budget := total - 1
+				if tc.keep == 0 {
+					budget = lastTwo * 2
 				}
-			}
-			got, _ := h.Load(ctx, "scope")
-			if !reflect.DeepEqual(got, kept) {
-				t.Fatalf("kept %d messages, want the last %d turns (%d messages)", len(got), len(turns)-tc.wantDropped, len(kept))
-			}
-			pairsIntact(t, got)
-			if !res.Compacted || res.Summarized || res.Summary != "" || res.Dropped != len(dropped) || res.TokensAfter != agents.EstimateTokens(kept...) {
-				t.Errorf("result = %+v", res)
-			}
-			as := ch.after.all()
-			if len(as) != 1 || as[0].Summary != "" || !reflect.DeepEqual(as[0].Messages, hookMessages(dropped)) || as[0].TokensAfter != res.TokensAfter {
-				t.Errorf("compaction:after = %+v", as)
-			}
-		})
-	}
+				res, err := h.Compact(ctx, compactReq(ch.registry(t, nil, nil), budget, tc.keep, nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var kept, dropped []agents.Message
+				for i, turn := range turns {
+					if i < tc.wantDropped {
+						dropped = append(dropped, turn...)
+					} else {
+						kept = append(kept, turn...)
+					}
+				}
+				got, _ := h.Load(ctx, "scope")
+				if !reflect.DeepEqual(got, kept) {
+					t.Fatalf("kept %d messages, want the last %d turns (%d messages)", len(got), len(turns)-tc.wantDropped, len(kept))
+				}
+				pairsIntact(t, got)
+				if !res.Compacted || res.Summarized || res.Summary != "" || res.Dropped != len(dropped) || res.TokensAfter != agents.EstimateTokens(kept...) {
+					t.Errorf("result = %+v", res)
+				}
+				as := ch.after.all()
+				if len(as) != 1 || as[0].Summary != "" || !reflect.DeepEqual(as[0].Messages, hookMessages(dropped)) || as[0].TokensAfter != res.TokensAfter {
+					t.Errorf("compaction:after = %+v", as)
+				}
+			})
+		}
+	})
 }
 
 // TestCompactKeepsToolPairsAtEveryBudget sweeps every keep size over a
 // history made only of tool-calling turns.
 func TestCompactKeepsToolPairsAtEveryBudget(t *testing.T) {
-	var all []agents.Message
-	for i := range 6 {
-		id := string(rune('a' + i))
-		all = append(all, user("question "+id), callTool("x"+id, "clock", `{}`), toolResult("x"+id, "noon"),
-			agents.Message{Role: agents.RoleAssistant, ToolCalls: []agents.ToolCall{{ID: "y" + id, Name: "clock"}, {ID: "z" + id, Name: "clock"}}},
-			toolResult("y"+id, "1"), toolResult("z"+id, "2"), assistant("answer "+id))
-	}
-	total := agents.EstimateTokens(all...)
-	h, _ := newHistory(t)
-	ctx := t.Context()
-	for keep := 1; keep < total; keep += 11 {
-		scope := sprintf("scope-%d", keep)
-		if _, err := h.Append(ctx, scope, "a", all...); err != nil {
-			t.Fatal(err)
+	forDialects(t, func(t *testing.T, dialect string) {
+		var all []agents.Message
+		for i := range 6 {
+			id := string(rune('a' + i))
+			all = append(all, user("question "+id), callTool("x"+id, "clock", `{}`), toolResult("x"+id, "noon"),
+				agents.Message{Role: agents.RoleAssistant, ToolCalls: []agents.ToolCall{{ID: "y" + id, Name: "clock"}, {ID: "z" + id, Name: "clock"}}},
+				toolResult("y"+id, "1"), toolResult("z"+id, "2"), assistant("answer "+id))
 		}
-		res, err := h.Compact(ctx, agents.CompactRequest{Scope: scope, Budget: total - 1, Keep: keep})
-		if err != nil || !res.Compacted {
-			t.Fatalf("keep %d: %+v, %v", keep, res, err)
+		total := agents.EstimateTokens(all...)
+		h, _ := newHistoryOn(t, dialect)
+		ctx := t.Context()
+		for keep := 1; keep < total; keep += 11 {
+			scope := sprintf("scope-%d", keep)
+			if _, err := h.Append(ctx, scope, "a", all...); err != nil {
+				t.Fatal(err)
+			}
+			res, err := h.Compact(ctx, agents.CompactRequest{Scope: scope, Budget: total - 1, Keep: keep})
+			if err != nil || !res.Compacted {
+				t.Fatalf("keep %d: %+v, %v", keep, res, err)
+			}
+			got, _ := h.Load(ctx, scope)
+			pairsIntact(t, got)
+			if len(got) == 0 || len(got)%7 != 0 || !reflect.DeepEqual(got, all[len(all)-len(got):]) {
+				t.Fatalf("keep %d: kept %d messages", keep, len(got))
+			}
 		}
-		got, _ := h.Load(ctx, scope)
-		pairsIntact(t, got)
-		if len(got) == 0 || len(got)%7 != 0 || !reflect.DeepEqual(got, all[len(all)-len(got):]) {
-			t.Fatalf("keep %d: kept %d messages", keep, len(got))
-		}
-	}
+	})
 }
 
 func TestCompactNothingToDo(t *testing.T) {
-	cases := []struct {
-		name   string
-		msgs   []agents.Message
-		budget int
-	}{
-		{name: "within budget", msgs: []agents.Message{user("hi"), assistant("hello")}, budget: 1000},
-		{name: "one huge turn", msgs: []agents.Message{user(strings.Repeat("x", 4000)), assistant("ok")}, budget: 10},
-		{name: "empty scope", budget: 0},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h, _ := newHistory(t)
-			ctx := hooktest.Context(t)
-			if _, err := h.Append(ctx, "scope", "a", tc.msgs...); err != nil {
-				t.Fatal(err)
-			}
-			var ch compactionHooks
-			res, err := h.Compact(ctx, compactReq(ch.registry(t, nil, nil), tc.budget, 0, nil))
-			if err != nil || res.Compacted || res.TokensBefore != agents.EstimateTokens(tc.msgs...) {
-				t.Fatalf("Compact = %+v, %v", res, err)
-			}
-			got, _ := h.Load(ctx, "scope")
-			if len(got) != len(tc.msgs) || len(ch.before.all())+len(ch.after.all()) != 0 {
-				t.Errorf("history changed or hooks ran")
-			}
-		})
-	}
+	forDialects(t, func(t *testing.T, dialect string) {
+		cases := []struct {
+			name   string
+			msgs   []agents.Message
+			budget int
+		}{
+			{name: "within budget", msgs: []agents.Message{user("hi"), assistant("hello")}, budget: 1000},
+			{name: "one huge turn", msgs: []agents.Message{user(strings.Repeat("x", 4000)), assistant("ok")}, budget: 10},
+			{name: "empty scope", budget: 0},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				h, _ := newHistoryOn(t, dialect)
+				ctx := hooktest.Context(t)
+				if _, err := h.Append(ctx, "scope", "a", tc.msgs...); err != nil {
+					t.Fatal(err)
+				}
+				var ch compactionHooks
+				res, err := h.Compact(ctx, compactReq(ch.registry(t, nil, nil), tc.budget, 0, nil))
+				if err != nil || res.Compacted || res.TokensBefore != agents.EstimateTokens(tc.msgs...) {
+					t.Fatalf("Compact = %+v, %v", res, err)
+				}
+				got, _ := h.Load(ctx, "scope")
+				if len(got) != len(tc.msgs) || len(ch.before.all())+len(ch.after.all()) != 0 {
+					t.Errorf("history changed or hooks ran")
+				}
+			})
+		}
+	})
 }
 
 func TestCompactFailures(t *testing.T) {
-	_, all := conversation()
-	budget := agents.EstimateTokens(all...) - 1
-	cases := []struct {
-		name    string
-		reply   llmtest.Reply
-		during  func(t *testing.T, h *agents.History) func(context.Context)
-		wantErr error
-		modelOK bool // the summary model is asked
-	}{
-		{name: "summary model fails", reply: llmtest.HTTPError(500, "down"), modelOK: true},
-		{name: "summary is empty", reply: llmtest.Text("  \n"), modelOK: true},
-		{name: "compacted by someone else meanwhile", reply: llmtest.Text("s"), wantErr: agents.ErrHistoryChanged, modelOK: true,
-			during: func(t *testing.T, h *agents.History) func(context.Context) {
-				return func(ctx context.Context) {
-					if _, err := h.Compact(ctx, agents.CompactRequest{Scope: "scope", Budget: budget}); err != nil {
-						t.Errorf("inner Compact: %v", err)
+	forDialects(t, func(t *testing.T, dialect string) {
+		_, all := conversation()
+		budget := agents.EstimateTokens(all...) - 1
+		cases := []struct {
+			name    string
+			reply   llmtest.Reply
+			during  func(t *testing.T, h *agents.History) func(context.Context)
+			wantErr error
+			modelOK bool // the summary model is asked
+		}{
+			{name: "summary model fails", reply: llmtest.HTTPError(500, "down"), modelOK: true},
+			{name: "summary is empty", reply: llmtest.Text("  \n"), modelOK: true},
+			{name: "compacted by someone else meanwhile", reply: llmtest.Text("s"), wantErr: agents.ErrHistoryChanged, modelOK: true,
+				during: func(t *testing.T, h *agents.History) func(context.Context) {
+					return func(ctx context.Context) {
+						if _, err := h.Compact(ctx, agents.CompactRequest{Scope: "scope", Budget: budget}); err != nil {
+							t.Errorf("inner Compact: %v", err)
+						}
+					}
+				}},
+			{name: "deleted meanwhile", reply: llmtest.Text("s"), wantErr: agents.ErrHistoryChanged, modelOK: true,
+				during: func(t *testing.T, h *agents.History) func(context.Context) {
+					return func(ctx context.Context) {
+						if err := h.Delete(ctx, "scope"); err != nil {
+							t.Errorf("Delete: %v", err)
+						}
+					}
+				}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				h, _ := newHistoryOn(t, dialect)
+				ctx := hooktest.Context(t)
+				seed(t, h, "scope")
+				srv := llmtest.NewServer(t, tc.reply)
+				var ch compactionHooks
+				var during func(context.Context)
+				if tc.during != nil {
+					during = tc.during(t, h)
+				}
+				before, _ := h.Load(ctx, "scope")
+				_, err := h.Compact(ctx, compactReq(ch.registry(t, srv, during), budget, 0, testModel(t, srv)))
+				if err == nil || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
+					t.Fatalf("Compact error = %v, want %v", err, tc.wantErr)
+				}
+				t.Logf("error: %v", err)
+				if tc.during == nil {
+					if after, _ := h.Load(ctx, "scope"); !reflect.DeepEqual(after, before) {
+						t.Errorf("history changed by a failed compaction")
 					}
 				}
-			}},
-		{name: "deleted meanwhile", reply: llmtest.Text("s"), wantErr: agents.ErrHistoryChanged, modelOK: true,
-			during: func(t *testing.T, h *agents.History) func(context.Context) {
-				return func(ctx context.Context) {
-					if err := h.Delete(ctx, "scope"); err != nil {
-						t.Errorf("Delete: %v", err)
-					}
+				if len(ch.after.all()) != 0 {
+					t.Errorf("compaction:after fired for a failed compaction")
 				}
-			}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h, _ := newHistory(t)
-			ctx := hooktest.Context(t)
-			seed(t, h, "scope")
-			srv := llmtest.NewServer(t, tc.reply)
-			var ch compactionHooks
-			var during func(context.Context)
-			if tc.during != nil {
-				during = tc.during(t, h)
-			}
-			before, _ := h.Load(ctx, "scope")
-			_, err := h.Compact(ctx, compactReq(ch.registry(t, srv, during), budget, 0, testModel(t, srv)))
-			if err == nil || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
-				t.Fatalf("Compact error = %v, want %v", err, tc.wantErr)
-			}
-			t.Logf("error: %v", err)
-			if tc.during == nil {
-				if after, _ := h.Load(ctx, "scope"); !reflect.DeepEqual(after, before) {
-					t.Errorf("history changed by a failed compaction")
+				if (srv.Count() == 1) != tc.modelOK {
+					t.Errorf("summary requests = %d", srv.Count())
 				}
-			}
-			if len(ch.after.all()) != 0 {
-				t.Errorf("compaction:after fired for a failed compaction")
-			}
-			if (srv.Count() == 1) != tc.modelOK {
-				t.Errorf("summary requests = %d", srv.Count())
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 func TestCompactKeepsMessagesAppendedMeanwhile(t *testing.T) {
-	h, _ := newHistory(t)
-	ctx := hooktest.Context(t)
-	turns, all := seed(t, h, "scope")
-	late := []agents.Message{user("q5 arrived during compaction"), assistant("a5")}
-	srv := llmtest.NewServer(t, llmtest.Text("summary"))
-	var ch compactionHooks
-	reg := ch.registry(t, srv, func(ctx context.Context) {
-		if _, err := h.Append(ctx, "scope", "assistant", late...); err != nil {
-			t.Errorf("Append during compaction: %v", err)
+	forDialects(t, func(t *testing.T, dialect string) {
+		h, _ := newHistoryOn(t, dialect)
+		ctx := hooktest.Context(t)
+		turns, all := seed(t, h, "scope")
+		late := []agents.Message{user("q5 arrived during compaction"), assistant("a5")}
+		srv := llmtest.NewServer(t, llmtest.Text("summary"))
+		var ch compactionHooks
+		reg := ch.registry(t, srv, func(ctx context.Context) {
+			if _, err := h.Append(ctx, "scope", "assistant", late...); err != nil {
+				t.Errorf("Append during compaction: %v", err)
+			}
+		})
+		res, err := h.Compact(ctx, compactReq(reg, agents.EstimateTokens(all...)-1, agents.EstimateTokens(turns[3]...), testModel(t, srv)))
+		if err != nil || !res.Compacted {
+			t.Fatalf("Compact = %+v, %v", res, err)
+		}
+		got, _ := h.Load(ctx, "scope")
+		want := append(append([]agents.Message{{Role: agents.RoleSystem, Content: agents.SummaryHeader + "summary"}}, turns[3]...), late...)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("history =\n%q\nwant\n%q", got, want)
+		}
+		if _, err := h.Append(ctx, "scope", "assistant", user("q6")); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = h.Load(ctx, "scope")
+		if got[len(got)-1].Content != "q6" {
+			t.Errorf("append after compaction landed at the wrong place: %q", got)
 		}
 	})
-	res, err := h.Compact(ctx, compactReq(reg, agents.EstimateTokens(all...)-1, agents.EstimateTokens(turns[3]...), testModel(t, srv)))
-	if err != nil || !res.Compacted {
-		t.Fatalf("Compact = %+v, %v", res, err)
-	}
-	got, _ := h.Load(ctx, "scope")
-	want := append(append([]agents.Message{{Role: agents.RoleSystem, Content: agents.SummaryHeader + "summary"}}, turns[3]...), late...)
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("history =\n%q\nwant\n%q", got, want)
-	}
-	if _, err := h.Append(ctx, "scope", "assistant", user("q6")); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = h.Load(ctx, "scope")
-	if got[len(got)-1].Content != "q6" {
-		t.Errorf("append after compaction landed at the wrong place: %q", got)
-	}
 }
 
 func TestHistoryBudget(t *testing.T) {

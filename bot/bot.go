@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -52,7 +51,7 @@ type Bot struct {
 	opts Options
 	log  zerolog.Logger
 
-	db    *dbutil.Database
+	db    *Database
 	mx    *matrixio.Manager
 	track *tracking.Store
 	live  hooks.Live
@@ -130,18 +129,18 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 		return nil, err
 	}
 	b.db = db
-	store := matrixio.NewStore(db)
+	store := matrixio.NewStore(db.Database)
 	if err := store.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to upgrade matrix store: %w", err))
 	}
-	b.track = tracking.New(db)
+	b.track = tracking.New(db.Database)
 	if err := b.track.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to upgrade tracking store: %w", err))
 	}
 	if err := b.loadInvitedRooms(ctx); err != nil {
 		return nil, b.closeWith(err)
 	}
-	b.history = agents.NewHistory(db)
+	b.history = agents.NewHistory(db.Database)
 	if err := b.history.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to upgrade history store: %w", err))
 	}

@@ -2,10 +2,16 @@ package bot
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 
 	_ "github.com/lib/pq" // the PostgreSQL driver, registered as "postgres"
 	"go.mau.fi/util/dbutil"
@@ -14,16 +20,53 @@ import (
 	"github.com/hookroom/hookroom/tracking"
 )
 
+// ErrDatabaseInUse is returned by OpenDatabase (and New) when another hookroom process holds
+// the database: two processes would answer every message twice.
+var ErrDatabaseInUse = errors.New("another hookroom is using it (stop it first: one database serves one hookroom process)")
+
+// Database is hookroom's open database with the lock that makes this process its only user.
+// Close releases both.
+type Database struct {
+	*dbutil.Database
+	unlock func()
+	once   sync.Once
+}
+
+// Close releases the lock and closes the database. It may be called more than once.
+func (d *Database) Close() error {
+	var err error
+	d.once.Do(func() {
+		if d.unlock != nil {
+			d.unlock()
+		}
+		err = d.Database.Close()
+	})
+	return err
+}
+
+// lockKey is the PostgreSQL advisory lock hookroom holds on its database (the bytes of
+// "hookroom" as a big-endian int64). Advisory locks are per database: hookrooms on two
+// databases of one server do not conflict.
+const lockKey int64 = 0x686f6f6b726f6f6d
+
 // OpenDatabase opens the database config.yaml names: SQLite in WAL mode with
-// a busy timeout (the default), or PostgreSQL.
-func OpenDatabase(ctx context.Context, cfg *config.Config) (*dbutil.Database, error) {
+// a busy timeout (the default), or PostgreSQL. It takes a lock held until Close — for
+// SQLite an exclusive flock on "<file>.lock", for PostgreSQL pg_try_advisory_lock on a
+// connection of its own — and fails with ErrDatabaseInUse when another process holds it.
+func OpenDatabase(ctx context.Context, cfg *config.Config) (*Database, error) {
 	switch cfg.Database.Type {
 	case config.DatabasePostgres:
-		db, err := dbutil.NewWithDialect(cfg.Database.URI.Reveal(), "postgres")
+		uri := cfg.Database.URI.Reveal()
+		db, err := dbutil.NewWithDialect(uri, "postgres")
 		if err != nil {
-			return nil, fmt.Errorf("failed to open postgres database: %w", err)
+			return nil, fmt.Errorf("failed to open postgres database %s: %w", redactURI(uri), err)
 		}
-		return db, nil
+		unlock, err := lockPostgres(ctx, db.RawDB)
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("failed to open postgres database %s: %w", redactURI(uri), err)
+		}
+		return &Database{Database: db, unlock: unlock}, nil
 	default:
 		path := strings.TrimPrefix(cfg.Database.URI.Reveal(), "file:")
 		if i := strings.IndexByte(path, '?'); i >= 0 {
@@ -36,14 +79,80 @@ func OpenDatabase(ctx context.Context, cfg *config.Config) (*dbutil.Database, er
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, fmt.Errorf("failed to create database directory: %w", err)
 		}
+		unlock, err := lockFile(path + ".lock")
+		if err != nil {
+			return nil, fmt.Errorf("failed to open sqlite database %s: %w", path, err)
+		}
 		// The database holds access tokens and passwords: only the server's
 		// user may read it (also a file an earlier version created).
 		if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600); err == nil {
 			_ = f.Close()
 		}
 		if err := os.Chmod(path, 0o600); err != nil {
+			unlock()
 			return nil, fmt.Errorf("failed to restrict database permissions: %w", err)
 		}
-		return tracking.OpenSQLite(ctx, path)
+		db, err := tracking.OpenSQLite(ctx, path)
+		if err != nil {
+			unlock()
+			return nil, err
+		}
+		return &Database{Database: db, unlock: unlock}, nil
 	}
+}
+
+// lockFile takes an exclusive flock on path (created if needed), held until unlock.
+// The kernel drops it when the process dies, so a crash leaves no stale lock.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrDatabaseInUse
+		}
+		return nil, fmt.Errorf("failed to lock %s: %w", path, err)
+	}
+	return func() { _ = f.Close() }, nil
+}
+
+// lockPostgres takes hookroom's advisory lock on a connection it keeps until unlock. The
+// server drops it when that connection ends, so a crash leaves no stale lock.
+func lockPostgres(ctx context.Context, db *sql.DB) (unlock func(), err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to connect: %w", err)
+	}
+	var ok bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", lockKey).Scan(&ok); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("failed to take the single-process lock: %w", err)
+	}
+	if !ok {
+		_ = conn.Close()
+		return nil, ErrDatabaseInUse
+	}
+	return func() {
+		// Unlocking by closing the session would need the pool to drop the connection;
+		// unlock explicitly, then hand it back (Close of the database ends it).
+		_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", lockKey)
+		_ = conn.Close()
+	}, nil
+}
+
+var dsnPassword = regexp.MustCompile(`(?i)password\s*=\s*('(\\.|[^'])*'|\S+)`)
+
+// redactURI returns a PostgreSQL connection string fit for an error or a log: without its
+// password or query parameters.
+func redactURI(uri string) string {
+	if u, err := url.Parse(uri); err == nil && u.Scheme != "" {
+		if u.User != nil {
+			u.User = url.User(u.User.Username())
+		}
+		u.RawQuery, u.Fragment = "", ""
+		return u.String()
+	}
+	return dsnPassword.ReplaceAllString(uri, "password=REDACTED")
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/pgtest"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 		runChild()
 		return
 	}
-	hstest.Main(m)
+	hstest.Main(pgtest.Wrap(m))
 }
 
 // events records what the hooks of a test bot saw, for assertions.

@@ -63,7 +63,7 @@ func pendingIn(t *testing.T, cfg *config.Config) []id.EventID {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	evs, err := tracking.New(db).Pending(ctx)
+	evs, err := tracking.New(db.Database).Pending(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/pgtest"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
@@ -65,6 +66,12 @@ func (e *turnEnv) terminalHooks() []hooks.Hook {
 // newTurnEnv sets up agents (names with their yaml) in one room; extra
 // hooks join the recorder's plugin.
 func newTurnEnv(t *testing.T, agentNames []string, agentYAML string, extra ...hooks.Hook) *turnEnv {
+	return newTurnEnvOn(t, "", agentNames, agentYAML, extra...)
+}
+
+// newTurnEnvOn is newTurnEnv with databaseYAML (a database section, or "" for SQLite in
+// data_dir) in config.yaml.
+func newTurnEnvOn(t *testing.T, databaseYAML string, agentNames []string, agentYAML string, extra ...hooks.Hook) *turnEnv {
 	e := &turnEnv{testEnv: newEnv(t), llm: llmtest.NewServer(t), rec: &events{}}
 	e.person = e.hs.RegisterUser(t, "alice")
 	invite := []id.UserID{e.userID("router")}
@@ -95,7 +102,7 @@ rooms:
     id: "%s"
 authorization:
   global_users: ["%s"]
-%s`, e.llm.URL, e.llm.URL, e.room, e.person.UserID, agentsYAML.String())
+%s%s`, e.llm.URL, e.llm.URL, e.room, e.person.UserID, databaseYAML, agentsYAML.String())
 	hs := append(e.terminalHooks(), extra...)
 	cfg := e.config(e.cfg)
 	e.opts = Options{
@@ -490,5 +497,34 @@ func TestSIGKILLMidStream(t *testing.T) {
 	}
 	if text, _, _ := e.visibleText(first); text != "The whole story, at last." {
 		t.Errorf("visible %q", text)
+	}
+}
+
+// On PostgreSQL, a turn is answered, hookroom restarts on the same database, and the next
+// turn is answered with the first one in its history.
+func TestTurnsOnPostgresSurviveRestart(t *testing.T) {
+	e := newTurnEnvOn(t, fmt.Sprintf("database:\n  type: postgres\n  uri: %q\n", pgtest.URL(t)), []string{"helper"}, "")
+	e.llm.Script(llmtest.Text("First answer."))
+	q := e.say("what is the first question?", "")
+	if got := e.waitTerminal(1); got[0] != "after:First answer." {
+		t.Fatalf("terminal %v", got)
+	}
+	e.bot.stop(t)
+
+	e.llm.Script(llmtest.Text("Second answer."))
+	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
+	e.say("and the second?", q) // in the first turn's thread: its history
+	if got := e.waitTerminal(2); got[1] != "after:Second answer." {
+		t.Fatalf("terminal %v", got)
+	}
+	reqs := e.llm.Requests()
+	last := reqs[len(reqs)-1].Body.Messages
+	var history []string
+	for _, m := range last {
+		history = append(history, string(m.Content))
+	}
+	joined := strings.Join(history, "\n")
+	if !strings.Contains(joined, "what is the first question?") || !strings.Contains(joined, "First answer.") {
+		t.Errorf("the turn after the restart lacks the first turn (history on PostgreSQL): %s", joined)
 	}
 }

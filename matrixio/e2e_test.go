@@ -25,11 +25,12 @@ import (
 	"maunium.net/go/mautrix/id"
 	_ "modernc.org/sqlite"
 
+	"github.com/hookroom/hookroom/internal/pgtest"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
-func TestMain(m *testing.M) { hstest.Main(m) }
+func TestMain(m *testing.M) { hstest.Main(pgtest.Wrap(m)) }
 
 // unique returns a localpart-safe name unique to this test run.
 func unique(t testing.TB, prefix string) string {

@@ -9,6 +9,8 @@
 #     and python3-olm (apt) for /usr/bin/python3, and matrix-js-sdk with its Rust crypto (npm ci in
 #     matrixio/hstest/jsclient; needs Node >= 20 and npm)
 #   - Dendrite v0.15.2, built once by scripts/dendrite.sh into ~/.cache/hookroom (cold: a few minutes)
+#   - PostgreSQL (Debian's postgresql package, by scripts/postgres.sh install): the store, lock and
+#     e2e tests run on it too, each test binary starting its own throwaway server (internal/pgtest)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
@@ -28,6 +30,7 @@ step "test dependencies"
 # python3-matrix-nio + python3-olm (apt) and matrix-js-sdk (npm ci in matrixio/hstest/jsclient).
 ./scripts/test-clients.sh install
 ./scripts/dendrite.sh build
+./scripts/postgres.sh install
 HOOKROOM_DENDRITE_BIN="$(./scripts/dendrite.sh bin)"
 export HOOKROOM_DENDRITE_BIN
 

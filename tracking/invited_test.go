@@ -11,123 +11,127 @@ import (
 )
 
 func TestInvitedRooms(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "hookroom.db")
-	s, db := openStore(t, path)
-	at := time.UnixMilli(1700000000123)
-	dm := InvitedRoom{RoomID: roomA, Account: agent, Inviter: alice, IsDirect: true, AcceptedAt: at}
-	group := InvitedRoom{RoomID: roomB, Account: agent, Inviter: bob, AcceptedAt: at}
-	routerToo := InvitedRoom{RoomID: roomB, Account: router, Inviter: bob, AcceptedAt: at}
+	forDialects(t, func(t *testing.T, d dialect) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "hookroom.db")
+		s, db := d.openStore(t, path)
+		at := time.UnixMilli(1700000000123)
+		dm := InvitedRoom{RoomID: roomA, Account: agent, Inviter: alice, IsDirect: true, AcceptedAt: at}
+		group := InvitedRoom{RoomID: roomB, Account: agent, Inviter: bob, AcceptedAt: at}
+		routerToo := InvitedRoom{RoomID: roomB, Account: router, Inviter: bob, AcceptedAt: at}
 
-	steps := []struct {
-		name   string
-		do     func() error
-		forget *InvitedRoom // forget this row, expecting it existed (or not)
-		had    bool
-		want   []InvitedRoom
-	}{
-		{name: "empty", want: nil},
-		{name: "remember a DM", do: func() error { return s.RememberInvitedRoom(ctx, dm) }, want: []InvitedRoom{dm}},
-		{name: "two accounts in one room", do: func() error {
-			if err := s.RememberInvitedRoom(ctx, routerToo); err != nil {
-				return err
+		steps := []struct {
+			name   string
+			do     func() error
+			forget *InvitedRoom // forget this row, expecting it existed (or not)
+			had    bool
+			want   []InvitedRoom
+		}{
+			{name: "empty", want: nil},
+			{name: "remember a DM", do: func() error { return s.RememberInvitedRoom(ctx, dm) }, want: []InvitedRoom{dm}},
+			{name: "two accounts in one room", do: func() error {
+				if err := s.RememberInvitedRoom(ctx, routerToo); err != nil {
+					return err
+				}
+				return s.RememberInvitedRoom(ctx, group)
+			}, want: []InvitedRoom{dm, group, routerToo}},
+			{name: "remembering again replaces the row", do: func() error {
+				again := group
+				again.Inviter, again.IsDirect = carol, true
+				return s.RememberInvitedRoom(ctx, again)
+			}, want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}, routerToo}},
+			{name: "forget one account's row", forget: &routerToo, had: true,
+				want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
+			{name: "forget again: nothing there", forget: &routerToo, had: false,
+				want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
+			{name: "forget a room never remembered", forget: &InvitedRoom{RoomID: "!never:localhost", Account: agent}, had: false,
+				want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
+			{name: "forget the DM", forget: &dm, had: true,
+				want: []InvitedRoom{{RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
+		}
+		for _, st := range steps {
+			if st.do != nil {
+				if err := st.do(); err != nil {
+					t.Fatalf("%s: %v", st.name, err)
+				}
 			}
-			return s.RememberInvitedRoom(ctx, group)
-		}, want: []InvitedRoom{dm, group, routerToo}},
-		{name: "remembering again replaces the row", do: func() error {
-			again := group
-			again.Inviter, again.IsDirect = carol, true
-			return s.RememberInvitedRoom(ctx, again)
-		}, want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}, routerToo}},
-		{name: "forget one account's row", forget: &routerToo, had: true,
-			want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
-		{name: "forget again: nothing there", forget: &routerToo, had: false,
-			want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
-		{name: "forget a room never remembered", forget: &InvitedRoom{RoomID: "!never:localhost", Account: agent}, had: false,
-			want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
-		{name: "forget the DM", forget: &dm, had: true,
-			want: []InvitedRoom{{RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
-	}
-	for _, st := range steps {
-		if st.do != nil {
-			if err := st.do(); err != nil {
+			if st.forget != nil {
+				had, err := s.ForgetInvitedRoom(ctx, st.forget.RoomID, st.forget.Account)
+				if err != nil || had != st.had {
+					t.Fatalf("%s: forget = %v, %v; want %v", st.name, had, err, st.had)
+				}
+			}
+			got, err := s.InvitedRooms(ctx)
+			if err != nil {
 				t.Fatalf("%s: %v", st.name, err)
 			}
-		}
-		if st.forget != nil {
-			had, err := s.ForgetInvitedRoom(ctx, st.forget.RoomID, st.forget.Account)
-			if err != nil || had != st.had {
-				t.Fatalf("%s: forget = %v, %v; want %v", st.name, had, err, st.had)
+			if !reflect.DeepEqual(got, st.want) {
+				t.Fatalf("%s: rooms\n got %+v\nwant %+v", st.name, got, st.want)
 			}
 		}
-		got, err := s.InvitedRooms(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", st.name, err)
-		}
-		if !reflect.DeepEqual(got, st.want) {
-			t.Fatalf("%s: rooms\n got %+v\nwant %+v", st.name, got, st.want)
-		}
-	}
 
-	// The rows survive closing and reopening the database.
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2, _ := openStore(t, path)
-	got, err := s2.InvitedRooms(ctx)
-	if err != nil || len(got) != 1 || got[0].RoomID != roomB || got[0].Inviter != carol {
-		t.Fatalf("after reopening: %+v, %v", got, err)
-	}
+		// The rows survive closing and reopening the database.
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s2, _ := d.openStore(t, path)
+		got, err := s2.InvitedRooms(ctx)
+		if err != nil || len(got) != 1 || got[0].RoomID != roomB || got[0].Inviter != carol {
+			t.Fatalf("after reopening: %+v, %v", got, err)
+		}
 
-	// A zero AcceptedAt is filled in with the store's clock.
-	s2.now = func() time.Time { return at.Add(time.Hour) }
-	if err := s2.RememberInvitedRoom(ctx, InvitedRoom{RoomID: roomA, Account: router, Inviter: alice}); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = s2.InvitedRooms(ctx)
-	if len(got) != 2 || got[0].RoomID != roomA || got[0].Account != router || !got[0].AcceptedAt.Equal(at.Add(time.Hour)) {
-		t.Errorf("zero AcceptedAt: %+v", got)
-	}
+		// A zero AcceptedAt is filled in with the store's clock.
+		s2.now = func() time.Time { return at.Add(time.Hour) }
+		if err := s2.RememberInvitedRoom(ctx, InvitedRoom{RoomID: roomA, Account: router, Inviter: alice}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = s2.InvitedRooms(ctx)
+		if len(got) != 2 || got[0].RoomID != roomA || got[0].Account != router || !got[0].AcceptedAt.Equal(at.Add(time.Hour)) {
+			t.Errorf("zero AcceptedAt: %+v", got)
+		}
+	})
 }
 
 // A database at version 2 (everything but the invited-room table), holding
 // events and deliveries, gets the table on upgrade and keeps its data.
 func TestUpgradeFromV2AddsInvitedRooms(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v2.db")
-	s, db := openStore(t, path)
-	// Make it what version 2 left behind.
-	for _, q := range []string{`DROP TABLE tracking_invited_room`, `DROP TABLE tracking_provisioned_room`, `UPDATE tracking_version SET version = 2, compat = 2`} {
-		if _, err := db.Exec(ctx, q); err != nil {
+	forDialects(t, func(t *testing.T, d dialect) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "v2.db")
+		s, db := d.openStore(t, path)
+		// Make it what version 2 left behind.
+		for _, q := range []string{`DROP TABLE tracking_invited_room`, `DROP TABLE tracking_provisioned_room`, `UPDATE tracking_version SET version = 2, compat = 2`} {
+			if _, err := db.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if fresh, err := s.Record(ctx, syncEvent(t, roomA, "$kept", "hello"), agent); err != nil || !fresh {
+			t.Fatalf("record: %v, %v", fresh, err)
+		}
+		if err := s.RecordDelivery(ctx, roomA, "$kept", "$reply"); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if fresh, err := s.Record(ctx, syncEvent(t, roomA, "$kept", "hello"), agent); err != nil || !fresh {
-		t.Fatalf("record: %v, %v", fresh, err)
-	}
-	if err := s.RecordDelivery(ctx, roomA, "$kept", "$reply"); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 
-	s2, db2 := openStore(t, path) // upgrades
-	var version int
-	if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 5 {
-		t.Fatalf("version after upgrade = %d, %v; want 5", version, err)
-	}
-	if err := s2.RememberInvitedRoom(ctx, InvitedRoom{RoomID: roomA, Account: agent, Inviter: alice, IsDirect: true}); err != nil {
-		t.Fatalf("invited-room table missing after upgrade: %v", err)
-	}
-	if got, err := s2.InvitedRooms(ctx); err != nil || len(got) != 1 || got[0].Inviter != alice || !got[0].IsDirect {
-		t.Errorf("invited rooms after upgrade: %+v, %v", got, err)
-	}
-	pending, err := s2.Pending(ctx)
-	if err != nil || len(pending) != 1 || pending[0].ID != id.EventID("$kept") {
-		t.Errorf("inbox after upgrade: %v, %v", pending, err)
-	}
-	if reply, err := s2.Delivery(ctx, "$kept"); err != nil || reply != "$reply" {
-		t.Errorf("delivery after upgrade: %q, %v", reply, err)
-	}
+		s2, db2 := d.openStore(t, path) // upgrades
+		var version int
+		if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 5 {
+			t.Fatalf("version after upgrade = %d, %v; want 5", version, err)
+		}
+		if err := s2.RememberInvitedRoom(ctx, InvitedRoom{RoomID: roomA, Account: agent, Inviter: alice, IsDirect: true}); err != nil {
+			t.Fatalf("invited-room table missing after upgrade: %v", err)
+		}
+		if got, err := s2.InvitedRooms(ctx); err != nil || len(got) != 1 || got[0].Inviter != alice || !got[0].IsDirect {
+			t.Errorf("invited rooms after upgrade: %+v, %v", got, err)
+		}
+		pending, err := s2.Pending(ctx)
+		if err != nil || len(pending) != 1 || pending[0].ID != id.EventID("$kept") {
+			t.Errorf("inbox after upgrade: %v, %v", pending, err)
+		}
+		if reply, err := s2.Delivery(ctx, "$kept"); err != nil || reply != "$reply" {
+			t.Errorf("delivery after upgrade: %q, %v", reply, err)
+		}
+	})
 }

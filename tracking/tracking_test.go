@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.mau.fi/util/dbutil"
+
+	"github.com/hookroom/hookroom/internal/pgtest"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 )
@@ -87,183 +89,191 @@ func ids(evs []*event.Event) []id.EventID {
 }
 
 func TestRecordDeduplicatesAcrossAccounts(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	first := syncEvent(t, roomA, "$1", "hello")
-	tests := []struct {
-		name    string
-		ev      *event.Event
-		seenBy  id.UserID
-		wantNew bool
-		wantErr error
-	}{
-		{"first sight", first, router, true, nil},
-		{"same account again", first, router, false, nil},
-		{"another account", first, agent, false, nil},
-		{"same id other content", syncEvent(t, roomA, "$1", "changed"), agent, false, nil},
-		{"another event", syncEvent(t, roomA, "$2", "hi"), agent, true, nil},
-		{"same id in another room", syncEvent(t, roomB, "$2", "hi"), router, false, nil},
-		{"no event id", &event.Event{RoomID: roomA, Type: event.EventMessage}, router, false, ErrIncompleteEvent},
-		{"no room id", &event.Event{ID: "$3", Type: event.EventMessage}, router, false, ErrIncompleteEvent},
-		{"nil event", nil, router, false, ErrIncompleteEvent},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			isNew, err := s.Record(ctx, tt.ev, tt.seenBy)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Record error = %v, want %v", err, tt.wantErr)
-			}
-			if isNew != tt.wantNew {
-				t.Errorf("Record isNew = %v, want %v", isNew, tt.wantNew)
-			}
-		})
-	}
-	pending, err := s.Pending(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ids(pending); len(got) != 2 || got[0] != "$1" || got[1] != "$2" {
-		t.Fatalf("pending = %v, want [$1 $2]", got)
-	}
-	// The first recording wins: its content is what is replayed.
-	if body := pending[0].Content.AsMessage().Body; body != "hello" {
-		t.Errorf("replayed body = %q, want the first recording's %q", body, "hello")
-	}
+	forDialects(t, func(t *testing.T, d dialect) {
+		s := d.newStore(t)
+		ctx := context.Background()
+		first := syncEvent(t, roomA, "$1", "hello")
+		tests := []struct {
+			name    string
+			ev      *event.Event
+			seenBy  id.UserID
+			wantNew bool
+			wantErr error
+		}{
+			{"first sight", first, router, true, nil},
+			{"same account again", first, router, false, nil},
+			{"another account", first, agent, false, nil},
+			{"same id other content", syncEvent(t, roomA, "$1", "changed"), agent, false, nil},
+			{"another event", syncEvent(t, roomA, "$2", "hi"), agent, true, nil},
+			{"same id in another room", syncEvent(t, roomB, "$2", "hi"), router, false, nil},
+			{"no event id", &event.Event{RoomID: roomA, Type: event.EventMessage}, router, false, ErrIncompleteEvent},
+			{"no room id", &event.Event{ID: "$3", Type: event.EventMessage}, router, false, ErrIncompleteEvent},
+			{"nil event", nil, router, false, ErrIncompleteEvent},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				isNew, err := s.Record(ctx, tt.ev, tt.seenBy)
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("Record error = %v, want %v", err, tt.wantErr)
+				}
+				if isNew != tt.wantNew {
+					t.Errorf("Record isNew = %v, want %v", isNew, tt.wantNew)
+				}
+			})
+		}
+		pending, err := s.Pending(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(pending); len(got) != 2 || got[0] != "$1" || got[1] != "$2" {
+			t.Fatalf("pending = %v, want [$1 $2]", got)
+		}
+		// The first recording wins: its content is what is replayed.
+		if body := pending[0].Content.AsMessage().Body; body != "hello" {
+			t.Errorf("replayed body = %q, want the first recording's %q", body, "hello")
+		}
+	})
 }
 
 func TestRecordBatch(t *testing.T) {
-	ctx := context.Background()
-	tests := []struct {
-		name      string
-		before    []id.EventID // recorded one by one first
-		batch     []id.EventID
-		wantFresh []id.EventID
-		wantErr   error
-	}{
-		{"all new", nil, []id.EventID{"$1", "$2", "$3"}, []id.EventID{"$1", "$2", "$3"}, nil},
-		{"some seen by another account", []id.EventID{"$2"}, []id.EventID{"$1", "$2", "$3"}, []id.EventID{"$1", "$3"}, nil},
-		{"duplicate inside the batch", nil, []id.EventID{"$1", "$1", "$2"}, []id.EventID{"$1", "$2"}, nil},
-		{"all seen", []id.EventID{"$1", "$2"}, []id.EventID{"$2", "$1"}, nil, nil},
-		{"empty", nil, nil, nil, nil},
-		{"an incomplete event records nothing", nil, []id.EventID{"$1", ""}, nil, ErrIncompleteEvent},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newStore(t)
-			for _, eid := range tt.before {
-				if _, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), agent); err != nil {
+	forDialects(t, func(t *testing.T, d dialect) {
+		ctx := context.Background()
+		tests := []struct {
+			name      string
+			before    []id.EventID // recorded one by one first
+			batch     []id.EventID
+			wantFresh []id.EventID
+			wantErr   error
+		}{
+			{"all new", nil, []id.EventID{"$1", "$2", "$3"}, []id.EventID{"$1", "$2", "$3"}, nil},
+			{"some seen by another account", []id.EventID{"$2"}, []id.EventID{"$1", "$2", "$3"}, []id.EventID{"$1", "$3"}, nil},
+			{"duplicate inside the batch", nil, []id.EventID{"$1", "$1", "$2"}, []id.EventID{"$1", "$2"}, nil},
+			{"all seen", []id.EventID{"$1", "$2"}, []id.EventID{"$2", "$1"}, nil, nil},
+			{"empty", nil, nil, nil, nil},
+			{"an incomplete event records nothing", nil, []id.EventID{"$1", ""}, nil, ErrIncompleteEvent},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				s := d.newStore(t)
+				for _, eid := range tt.before {
+					if _, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), agent); err != nil {
+						t.Fatal(err)
+					}
+				}
+				batch := make([]*event.Event, len(tt.batch))
+				for i, eid := range tt.batch {
+					batch[i] = syncEvent(t, roomA, eid, "x")
+					if eid == "" {
+						batch[i].ID = ""
+					}
+				}
+				fresh, err := s.RecordBatch(ctx, router, batch)
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("RecordBatch error = %v, want %v", err, tt.wantErr)
+				}
+				if got := ids(fresh); fmt.Sprint(got) != fmt.Sprint(tt.wantFresh) {
+					t.Errorf("fresh = %v, want %v", got, tt.wantFresh)
+				}
+				pending, err := s.Pending(ctx)
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			batch := make([]*event.Event, len(tt.batch))
-			for i, eid := range tt.batch {
-				batch[i] = syncEvent(t, roomA, eid, "x")
-				if eid == "" {
-					batch[i].ID = ""
+				if tt.wantErr != nil && len(pending) != len(tt.before) {
+					t.Errorf("a failed batch left %d events, want %d", len(pending), len(tt.before))
 				}
-			}
-			fresh, err := s.RecordBatch(ctx, router, batch)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("RecordBatch error = %v, want %v", err, tt.wantErr)
-			}
-			if got := ids(fresh); fmt.Sprint(got) != fmt.Sprint(tt.wantFresh) {
-				t.Errorf("fresh = %v, want %v", got, tt.wantFresh)
-			}
-			pending, err := s.Pending(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tt.wantErr != nil && len(pending) != len(tt.before) {
-				t.Errorf("a failed batch left %d events, want %d", len(pending), len(tt.before))
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 func TestMarkHandled(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	for _, eid := range []id.EventID{"$1", "$2", "$3"} {
-		if _, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), router); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tests := []struct {
-		name        string
-		eventID     id.EventID
-		wantErr     error
-		wantPending []id.EventID
-	}{
-		{"handle the middle one", "$2", nil, []id.EventID{"$1", "$3"}},
-		{"again is harmless", "$2", nil, []id.EventID{"$1", "$3"}},
-		{"unknown event", "$nope", ErrNotRecorded, []id.EventID{"$1", "$3"}},
-		{"the first", "$1", nil, []id.EventID{"$3"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := s.MarkHandled(ctx, tt.eventID); !errors.Is(err, tt.wantErr) {
-				t.Fatalf("MarkHandled = %v, want %v", err, tt.wantErr)
-			}
-			pending, err := s.Pending(ctx)
-			if err != nil {
+	forDialects(t, func(t *testing.T, d dialect) {
+		s := d.newStore(t)
+		ctx := context.Background()
+		for _, eid := range []id.EventID{"$1", "$2", "$3"} {
+			if _, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), router); err != nil {
 				t.Fatal(err)
 			}
-			if fmt.Sprint(ids(pending)) != fmt.Sprint(tt.wantPending) {
-				t.Errorf("pending = %v, want %v", ids(pending), tt.wantPending)
-			}
-		})
-	}
-	// A handled event stays known: seeing it again is not new.
-	if isNew, err := s.Record(ctx, syncEvent(t, roomA, "$2", "x"), agent); err != nil || isNew {
-		t.Errorf("Record of a handled event = %v, %v; want false", isNew, err)
-	}
+		}
+		tests := []struct {
+			name        string
+			eventID     id.EventID
+			wantErr     error
+			wantPending []id.EventID
+		}{
+			{"handle the middle one", "$2", nil, []id.EventID{"$1", "$3"}},
+			{"again is harmless", "$2", nil, []id.EventID{"$1", "$3"}},
+			{"unknown event", "$nope", ErrNotRecorded, []id.EventID{"$1", "$3"}},
+			{"the first", "$1", nil, []id.EventID{"$3"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := s.MarkHandled(ctx, tt.eventID); !errors.Is(err, tt.wantErr) {
+					t.Fatalf("MarkHandled = %v, want %v", err, tt.wantErr)
+				}
+				pending, err := s.Pending(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(ids(pending)) != fmt.Sprint(tt.wantPending) {
+					t.Errorf("pending = %v, want %v", ids(pending), tt.wantPending)
+				}
+			})
+		}
+		// A handled event stays known: seeing it again is not new.
+		if isNew, err := s.Record(ctx, syncEvent(t, roomA, "$2", "x"), agent); err != nil || isNew {
+			t.Errorf("Record of a handled event = %v, %v; want false", isNew, err)
+		}
+	})
 }
 
 func TestPendingAfterReopenIsReplayable(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "hookroom.db")
-	s, db := openStore(t, path)
-	msg := syncEvent(t, roomA, "$msg", "hello *world*")
-	member := memberEvent(t, roomB, "$member", alice)
-	if _, err := s.RecordBatch(ctx, router, []*event.Event{msg, syncEvent(t, roomA, "$done", "x")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Record(ctx, member, agent); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.MarkHandled(ctx, "$done"); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	forDialects(t, func(t *testing.T, d dialect) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "hookroom.db")
+		s, db := d.openStore(t, path)
+		msg := syncEvent(t, roomA, "$msg", "hello *world*")
+		member := memberEvent(t, roomB, "$member", alice)
+		if _, err := s.RecordBatch(ctx, router, []*event.Event{msg, syncEvent(t, roomA, "$done", "x")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Record(ctx, member, agent); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkHandled(ctx, "$done"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 
-	s2, _ := openStore(t, path)
-	pending, err := s2.Pending(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(ids(pending)) != "[$msg $member]" {
-		t.Fatalf("pending after reopen = %v, want [$msg $member]", ids(pending))
-	}
-	got := pending[0]
-	if got.RoomID != roomA || got.Sender != alice || got.Timestamp != 1700000000000 || got.Type != event.EventMessage {
-		t.Errorf("replayed message = %+v", got)
-	}
-	if m := got.Content.AsMessage(); m.Body != "hello *world*" || m.MsgType != event.MsgText {
-		t.Errorf("replayed content = %+v", m)
-	}
-	// Content is stored byte for byte as the server sent it, custom fields included.
-	if string(got.Content.VeryRaw) != string(msg.Content.VeryRaw) {
-		t.Errorf("replayed raw content = %s, want %s", got.Content.VeryRaw, msg.Content.VeryRaw)
-	}
-	if m := pending[1].Content.AsMember(); pending[1].Type != event.StateMember || m.Membership != event.MembershipJoin ||
-		pending[1].StateKey == nil || *pending[1].StateKey != string(alice) {
-		t.Errorf("replayed member event = %+v (%+v)", pending[1], m)
-	}
-	if !pending[1].Type.IsState() || got.Type.Class != event.MessageEventType {
-		t.Errorf("classes = %v / %v, want state / message", pending[1].Type.Class, got.Type.Class)
-	}
+		s2, _ := d.openStore(t, path)
+		pending, err := s2.Pending(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(ids(pending)) != "[$msg $member]" {
+			t.Fatalf("pending after reopen = %v, want [$msg $member]", ids(pending))
+		}
+		got := pending[0]
+		if got.RoomID != roomA || got.Sender != alice || got.Timestamp != 1700000000000 || got.Type != event.EventMessage {
+			t.Errorf("replayed message = %+v", got)
+		}
+		if m := got.Content.AsMessage(); m.Body != "hello *world*" || m.MsgType != event.MsgText {
+			t.Errorf("replayed content = %+v", m)
+		}
+		// Content is stored byte for byte as the server sent it, custom fields included.
+		if string(got.Content.VeryRaw) != string(msg.Content.VeryRaw) {
+			t.Errorf("replayed raw content = %s, want %s", got.Content.VeryRaw, msg.Content.VeryRaw)
+		}
+		if m := pending[1].Content.AsMember(); pending[1].Type != event.StateMember || m.Membership != event.MembershipJoin ||
+			pending[1].StateKey == nil || *pending[1].StateKey != string(alice) {
+			t.Errorf("replayed member event = %+v (%+v)", pending[1], m)
+		}
+		if !pending[1].Type.IsState() || got.Type.Class != event.MessageEventType {
+			t.Errorf("classes = %v / %v, want state / message", pending[1].Type.Class, got.Type.Class)
+		}
+	})
 }
 
 // crashChildEnv tells the test binary to act as a process that records events and dies.
@@ -273,7 +283,7 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(crashChildEnv); path != "" {
 		crashChild(path)
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }
 
 // crashChild records three events, handles one, and is killed with SIGKILL while its
@@ -326,195 +336,205 @@ func TestPendingSurvivesSIGKILL(t *testing.T) {
 }
 
 func TestConcurrentRecordOfOneEventHasOneWinner(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	const accounts, rounds = 5, 20
-	for round := range rounds {
-		ev := syncEvent(t, roomA, id.EventID(fmt.Sprintf("$r%d", round)), "x")
-		var (
-			wg      sync.WaitGroup
-			mu      sync.Mutex
-			winners int
-			errs    []error
-		)
-		for i := range accounts {
-			wg.Go(func() {
-				var isNew bool
-				var err error
-				if i%2 == 0 {
-					isNew, err = s.Record(ctx, ev, id.UserID(fmt.Sprintf("@acct%d:localhost", i)))
-				} else {
-					var fresh []*event.Event
-					fresh, err = s.RecordBatch(ctx, id.UserID(fmt.Sprintf("@acct%d:localhost", i)), []*event.Event{ev})
-					isNew = len(fresh) == 1
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				if isNew {
-					winners++
-				}
-			})
+	forDialects(t, func(t *testing.T, d dialect) {
+		s := d.newStore(t)
+		ctx := context.Background()
+		const accounts, rounds = 5, 20
+		for round := range rounds {
+			ev := syncEvent(t, roomA, id.EventID(fmt.Sprintf("$r%d", round)), "x")
+			var (
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				winners int
+				errs    []error
+			)
+			for i := range accounts {
+				wg.Go(func() {
+					var isNew bool
+					var err error
+					if i%2 == 0 {
+						isNew, err = s.Record(ctx, ev, id.UserID(fmt.Sprintf("@acct%d:localhost", i)))
+					} else {
+						var fresh []*event.Event
+						fresh, err = s.RecordBatch(ctx, id.UserID(fmt.Sprintf("@acct%d:localhost", i)), []*event.Event{ev})
+						isNew = len(fresh) == 1
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						errs = append(errs, err)
+					}
+					if isNew {
+						winners++
+					}
+				})
+			}
+			wg.Wait()
+			if len(errs) > 0 || winners != 1 {
+				t.Fatalf("round %d: %d of %d concurrent records were new (errors: %v), want exactly 1", round, winners, accounts, errs)
+			}
 		}
-		wg.Wait()
-		if len(errs) > 0 || winners != 1 {
-			t.Fatalf("round %d: %d of %d concurrent records were new (errors: %v), want exactly 1", round, winners, accounts, errs)
-		}
-	}
+	})
 }
 
 func TestPrune(t *testing.T) {
-	ctx := context.Background()
-	day := 24 * time.Hour
-	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name      string
-		olderThan time.Duration
-		wantGone  int64
-		wantLeft  []id.EventID // still known (recording them again is not new)
-	}{
-		{"nothing old enough", 30 * day, 0, []id.EventID{"$old", "$recent", "$open"}},
-		{"handled long ago", 7 * day, 1, []id.EventID{"$recent", "$open"}},
-		{"everything handled", 0, 2, []id.EventID{"$open"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newStore(t)
-			now := t0
-			s.now = func() time.Time { return now }
-			for _, eid := range []id.EventID{"$old", "$recent", "$open"} {
-				if _, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), router); err != nil {
+	forDialects(t, func(t *testing.T, d dialect) {
+		ctx := context.Background()
+		day := 24 * time.Hour
+		t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+		tests := []struct {
+			name      string
+			olderThan time.Duration
+			wantGone  int64
+			wantLeft  []id.EventID // still known (recording them again is not new)
+		}{
+			{"nothing old enough", 30 * day, 0, []id.EventID{"$old", "$recent", "$open"}},
+			{"handled long ago", 7 * day, 1, []id.EventID{"$recent", "$open"}},
+			{"everything handled", 0, 2, []id.EventID{"$open"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				s := d.newStore(t)
+				now := t0
+				s.now = func() time.Time { return now }
+				for _, eid := range []id.EventID{"$old", "$recent", "$open"} {
+					if _, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), router); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.MarkHandled(ctx, "$old"); err != nil {
 					t.Fatal(err)
 				}
-			}
-			if err := s.MarkHandled(ctx, "$old"); err != nil {
-				t.Fatal(err)
-			}
-			now = t0.Add(9 * day)
-			if err := s.MarkHandled(ctx, "$recent"); err != nil {
-				t.Fatal(err)
-			}
-			now = t0.Add(10 * day)
-			gone, err := s.Prune(ctx, tt.olderThan)
-			if err != nil || gone != tt.wantGone {
-				t.Fatalf("Prune = %d, %v; want %d", gone, err, tt.wantGone)
-			}
-			for _, eid := range tt.wantLeft {
-				if isNew, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), agent); err != nil || isNew {
-					t.Errorf("%s: Record after prune = %v, %v; want still known", eid, isNew, err)
+				now = t0.Add(9 * day)
+				if err := s.MarkHandled(ctx, "$recent"); err != nil {
+					t.Fatal(err)
 				}
-			}
-			if pending, err := s.Pending(ctx); err != nil || fmt.Sprint(ids(pending)) != "[$open]" {
-				t.Errorf("pending after prune = %v, %v; want [$open]", ids(pending), err)
-			}
-		})
-	}
+				now = t0.Add(10 * day)
+				gone, err := s.Prune(ctx, tt.olderThan)
+				if err != nil || gone != tt.wantGone {
+					t.Fatalf("Prune = %d, %v; want %d", gone, err, tt.wantGone)
+				}
+				for _, eid := range tt.wantLeft {
+					if isNew, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), agent); err != nil || isNew {
+						t.Errorf("%s: Record after prune = %v, %v; want still known", eid, isNew, err)
+					}
+				}
+				if pending, err := s.Pending(ctx); err != nil || fmt.Sprint(ids(pending)) != "[$open]" {
+					t.Errorf("pending after prune = %v, %v; want [$open]", ids(pending), err)
+				}
+			})
+		}
+	})
 }
 
 func TestMemberJoinMarkers(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "hookroom.db")
-	s, db := openStore(t, path)
+	forDialects(t, func(t *testing.T, d dialect) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "hookroom.db")
+		s, db := d.openStore(t, path)
 
-	type step struct {
-		name string
-		do   func(s *Store) (bool, error)
-		want bool
-	}
-	markJoined := func(room id.RoomID, user id.UserID) func(*Store) (bool, error) {
-		return func(s *Store) (bool, error) { return s.MarkJoined(ctx, room, user) }
-	}
-	seeded := func(room id.RoomID) func(*Store) (bool, error) {
-		return func(s *Store) (bool, error) { return s.RoomSeeded(ctx, room) }
-	}
-	seed := func(room id.RoomID, users ...id.UserID) func(*Store) (bool, error) {
-		return func(s *Store) (bool, error) { return true, s.SeedMembers(ctx, room, users) }
-	}
-	steps := []step{
-		{"room A not seeded yet", seeded(roomA), false},
-		{"seed A with alice and bob", seed(roomA, alice, bob), true},
-		{"room A seeded", seeded(roomA), true},
-		{"room B still not seeded", seeded(roomB), false},
-		{"alice was present: no join", markJoined(roomA, alice), false},
-		{"carol joins A: first", markJoined(roomA, carol), true},
-		{"carol rejoins A: not first", markJoined(roomA, carol), false},
-		{"carol joins B: first there", markJoined(roomB, carol), true},
-		{"seeding A again adds no join for carol", seed(roomA, carol, bob), true},
-		{"bob still not first", markJoined(roomA, bob), false},
-		{"seed B with nobody", seed(roomB), true},
-		{"room B seeded", seeded(roomB), true},
-		{"alice joins B: first", markJoined(roomB, alice), true},
-	}
-	for _, st := range steps {
-		got, err := st.do(s)
-		if err != nil || got != st.want {
-			t.Fatalf("%s: got %v, %v; want %v", st.name, got, err, st.want)
+		type step struct {
+			name string
+			do   func(s *Store) (bool, error)
+			want bool
 		}
-	}
+		markJoined := func(room id.RoomID, user id.UserID) func(*Store) (bool, error) {
+			return func(s *Store) (bool, error) { return s.MarkJoined(ctx, room, user) }
+		}
+		seeded := func(room id.RoomID) func(*Store) (bool, error) {
+			return func(s *Store) (bool, error) { return s.RoomSeeded(ctx, room) }
+		}
+		seed := func(room id.RoomID, users ...id.UserID) func(*Store) (bool, error) {
+			return func(s *Store) (bool, error) { return true, s.SeedMembers(ctx, room, users) }
+		}
+		steps := []step{
+			{"room A not seeded yet", seeded(roomA), false},
+			{"seed A with alice and bob", seed(roomA, alice, bob), true},
+			{"room A seeded", seeded(roomA), true},
+			{"room B still not seeded", seeded(roomB), false},
+			{"alice was present: no join", markJoined(roomA, alice), false},
+			{"carol joins A: first", markJoined(roomA, carol), true},
+			{"carol rejoins A: not first", markJoined(roomA, carol), false},
+			{"carol joins B: first there", markJoined(roomB, carol), true},
+			{"seeding A again adds no join for carol", seed(roomA, carol, bob), true},
+			{"bob still not first", markJoined(roomA, bob), false},
+			{"seed B with nobody", seed(roomB), true},
+			{"room B seeded", seeded(roomB), true},
+			{"alice joins B: first", markJoined(roomB, alice), true},
+		}
+		for _, st := range steps {
+			got, err := st.do(s)
+			if err != nil || got != st.want {
+				t.Fatalf("%s: got %v, %v; want %v", st.name, got, err, st.want)
+			}
+		}
 
-	// After a restart nothing fires again.
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2, _ := openStore(t, path)
-	for _, st := range []step{
-		{"A still seeded", seeded(roomA), true},
-		{"carol in A after restart", markJoined(roomA, carol), false},
-		{"alice in B after restart", markJoined(roomB, alice), false},
-		{"bob in B is new", markJoined(roomB, bob), true},
-	} {
-		got, err := st.do(s2)
-		if err != nil || got != st.want {
-			t.Fatalf("%s: got %v, %v; want %v", st.name, got, err, st.want)
+		// After a restart nothing fires again.
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
 		}
-	}
+		s2, _ := d.openStore(t, path)
+		for _, st := range []step{
+			{"A still seeded", seeded(roomA), true},
+			{"carol in A after restart", markJoined(roomA, carol), false},
+			{"alice in B after restart", markJoined(roomB, alice), false},
+			{"bob in B is new", markJoined(roomB, bob), true},
+		} {
+			got, err := st.do(s2)
+			if err != nil || got != st.want {
+				t.Fatalf("%s: got %v, %v; want %v", st.name, got, err, st.want)
+			}
+		}
+	})
 }
 
 func TestConcurrentMarkJoinedHasOneWinner(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	results := make(chan bool, 5)
-	for range 5 {
-		wg.Go(func() {
-			first, err := s.MarkJoined(ctx, roomA, carol)
-			if err != nil {
-				t.Error(err)
-			}
-			results <- first
-		})
-	}
-	wg.Wait()
-	close(results)
-	winners := 0
-	for first := range results {
-		if first {
-			winners++
+	forDialects(t, func(t *testing.T, d dialect) {
+		s := d.newStore(t)
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		results := make(chan bool, 5)
+		for range 5 {
+			wg.Go(func() {
+				first, err := s.MarkJoined(ctx, roomA, carol)
+				if err != nil {
+					t.Error(err)
+				}
+				results <- first
+			})
 		}
-	}
-	if winners != 1 {
-		t.Fatalf("%d of 5 concurrent MarkJoined were first, want 1", winners)
-	}
+		wg.Wait()
+		close(results)
+		winners := 0
+		for first := range results {
+			if first {
+				winners++
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("%d of 5 concurrent MarkJoined were first, want 1", winners)
+		}
+	})
 }
 
 func TestUpgradeUsesItsOwnVersionTable(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "hookroom.db")
-	s, db := openStore(t, path)
-	if err := s.Upgrade(ctx); err != nil {
-		t.Fatalf("second Upgrade: %v", err)
-	}
-	var version int
-	if err := db.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 5 {
-		t.Fatalf("tracking_version = %d, %v; want 5", version, err)
-	}
-	for _, table := range []string{"tracking_inbox", "tracking_room", "tracking_member", "tracking_delivery", "tracking_invited_room", "tracking_provisioned_room"} {
-		if ok, err := db.TableExists(ctx, table); err != nil || !ok {
-			t.Errorf("table %s exists = %v, %v", table, ok, err)
+	forDialects(t, func(t *testing.T, d dialect) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "hookroom.db")
+		s, db := d.openStore(t, path)
+		if err := s.Upgrade(ctx); err != nil {
+			t.Fatalf("second Upgrade: %v", err)
 		}
-	}
+		var version int
+		if err := db.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 5 {
+			t.Fatalf("tracking_version = %d, %v; want 5", version, err)
+		}
+		for _, table := range []string{"tracking_inbox", "tracking_room", "tracking_member", "tracking_delivery", "tracking_invited_room", "tracking_provisioned_room"} {
+			if ok, err := db.TableExists(ctx, table); err != nil || !ok {
+				t.Errorf("table %s exists = %v, %v", table, ok, err)
+			}
+		}
+	})
 }
 
 func TestOpenSQLite(t *testing.T) {
@@ -604,31 +624,33 @@ func BenchmarkRecordBatch50(b *testing.B) {
 }
 
 func TestRecordBatchAcrossStatements(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	const n = 3*batchRows + 5
-	var batch []*event.Event
-	var want []id.EventID
-	for i := range n {
-		ev := syncEvent(t, roomA, id.EventID(fmt.Sprintf("$b%03d", i)), "x")
-		batch = append(batch, ev)
-		if i%3 == 0 { // seen earlier by another account
-			if _, err := s.Record(ctx, ev, agent); err != nil {
-				t.Fatal(err)
+	forDialects(t, func(t *testing.T, d dialect) {
+		s := d.newStore(t)
+		ctx := context.Background()
+		const n = 3*batchRows + 5
+		var batch []*event.Event
+		var want []id.EventID
+		for i := range n {
+			ev := syncEvent(t, roomA, id.EventID(fmt.Sprintf("$b%03d", i)), "x")
+			batch = append(batch, ev)
+			if i%3 == 0 { // seen earlier by another account
+				if _, err := s.Record(ctx, ev, agent); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				want = append(want, ev.ID)
 			}
-		} else {
-			want = append(want, ev.ID)
 		}
-	}
-	fresh, err := s.RecordBatch(ctx, router, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(ids(fresh)) != fmt.Sprint(want) {
-		t.Fatalf("fresh = %v\nwant    %v", ids(fresh), want)
-	}
-	pending, err := s.Pending(ctx)
-	if err != nil || len(pending) != n {
-		t.Fatalf("pending = %d events, %v; want %d", len(pending), err, n)
-	}
+		fresh, err := s.RecordBatch(ctx, router, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(ids(fresh)) != fmt.Sprint(want) {
+			t.Fatalf("fresh = %v\nwant    %v", ids(fresh), want)
+		}
+		pending, err := s.Pending(ctx)
+		if err != nil || len(pending) != n {
+			t.Fatalf("pending = %d events, %v; want %d", len(pending), err, n)
+		}
+	})
 }

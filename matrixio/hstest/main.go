@@ -23,7 +23,8 @@ var shared struct {
 // The server starts when a test first calls Shared, so a run that selects no end-to-end test
 // costs nothing. Main exits the process with the tests' status, or with 1 when the shared server
 // crashed during the run; after a failure it prints the end of the server's log to stderr.
-func Main(m *testing.M) {
+// m is the package's *testing.M, or a wrapper of it such as pgtest.Wrap(m).
+func Main(m interface{ Run() int }) {
 	shared.Lock()
 	shared.inMain = true
 	shared.Unlock()
