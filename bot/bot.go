@@ -33,6 +33,10 @@ type Options struct {
 	// Watch reloads config.yaml and the plugin directories when they change
 	// (hookroom run turns it on).
 	Watch bool
+	// Inspect prepares a bot that is only looked at, never run (hookroom
+	// check, hooks and tools): its database is opened without the lock that
+	// keeps a second server off it, so it works next to a running hookroom.
+	Inspect bool
 	// ConfigOptions are passed to config.Load when the configuration is
 	// loaded again (tests substitute the environment).
 	ConfigOptions []config.Option
@@ -124,7 +128,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	if cfg.Matrix.ServerName == "" {
 		return nil, cfg.Errorf("matrix.server_name", "is required (the server part of user ids, e.g. example.org for @alice:example.org)")
 	}
-	db, err := OpenDatabase(ctx, cfg)
+	db, err := openDatabase(ctx, cfg, !opts.Inspect)
 	if err != nil {
 		return nil, err
 	}

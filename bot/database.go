@@ -54,12 +54,22 @@ const lockKey int64 = 0x686f6f6b726f6f6d
 // SQLite an exclusive flock on "<file>.lock", for PostgreSQL pg_try_advisory_lock on a
 // connection of its own — and fails with ErrDatabaseInUse when another process holds it.
 func OpenDatabase(ctx context.Context, cfg *config.Config) (*Database, error) {
+	return openDatabase(ctx, cfg, true)
+}
+
+// openDatabase is OpenDatabase; without exclusive it takes no lock, for
+// commands that only inspect the configuration next to a running server
+// (hookroom check, hookroom hooks).
+func openDatabase(ctx context.Context, cfg *config.Config, exclusive bool) (*Database, error) {
 	switch cfg.Database.Type {
 	case config.DatabasePostgres:
 		uri := cfg.Database.URI.Reveal()
 		db, err := dbutil.NewWithDialect(uri, "postgres")
 		if err != nil {
 			return nil, fmt.Errorf("failed to open postgres database %s: %w", redactURI(uri), err)
+		}
+		if !exclusive {
+			return &Database{Database: db}, nil
 		}
 		unlock, err := lockPostgres(ctx, db.RawDB)
 		if err != nil {
@@ -79,9 +89,12 @@ func OpenDatabase(ctx context.Context, cfg *config.Config) (*Database, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, fmt.Errorf("failed to create database directory: %w", err)
 		}
-		unlock, err := lockFile(path + ".lock")
-		if err != nil {
-			return nil, fmt.Errorf("failed to open sqlite database %s: %w", path, err)
+		unlock := func() {}
+		if exclusive {
+			var err error
+			if unlock, err = lockFile(path + ".lock"); err != nil {
+				return nil, fmt.Errorf("failed to open sqlite database %s: %w", path, err)
+			}
 		}
 		// The database holds access tokens and passwords: only the server's
 		// user may read it (also a file an earlier version created).

@@ -48,6 +48,13 @@ func TestOpenDatabaseIsExclusive(t *testing.T) {
 			if strings.Contains(err.Error(), "s3cret-pw") {
 				t.Errorf("the error shows the password: %v", err)
 			}
+			// Inspecting (hookroom check, hooks) takes no lock and works
+			// next to the running server.
+			inspect, err := openDatabase(ctx, tt.cfg, false)
+			if err != nil {
+				t.Fatalf("opening for inspection next to a running server: %v", err)
+			}
+			_ = inspect.Close()
 			// The first still works, and Close may be called twice.
 			if _, err := first.Exec(ctx, "SELECT 1"); err != nil {
 				t.Fatal(err)

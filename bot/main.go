@@ -118,7 +118,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ctx = log.WithContext(ctx)
 	switch cmd {
 	case "check":
-		b, err := New(ctx, cfg, Options{})
+		b, err := New(ctx, cfg, Options{Inspect: true})
 		if err != nil {
 			printErrors(stderr, err)
 			return 1
@@ -127,7 +127,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s is valid: %d agents, %d rooms, %d plugins\n", cfg.Path, len(cfg.Agents), len(cfg.Rooms), len(cfg.Plugins))
 		return 0
 	case "hooks":
-		b, err := New(ctx, cfg, Options{})
+		b, err := New(ctx, cfg, Options{Inspect: true})
 		if err != nil {
 			printErrors(stderr, err)
 			return 1
@@ -149,7 +149,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "\nEach agent's tools: hookroom tools --config", cfg.Path)
 		return 0
 	case "tools":
-		b, err := New(ctx, cfg, Options{})
+		b, err := New(ctx, cfg, Options{Inspect: true})
 		if err != nil {
 			printErrors(stderr, err)
 			return 1
