@@ -230,9 +230,11 @@ func (b *Bot) Run(ctx context.Context) error {
 	defer b.db.Close()
 	defer b.mx.Close()
 	w := b.w()
+	start := time.Now()
 	if err := b.startAccounts(ctx, w, &world{}); err != nil {
 		return err
 	}
+	b.log.Info().Int("accounts", len(w.accounts)).Dur("took", time.Since(start)).Msg("accounts started")
 	if err := b.provisionRooms(ctx, w); err != nil {
 		return err
 	}

@@ -73,6 +73,48 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// StartIn starts a homeserver for the calling test on the data directory dir, creating it when
+// it does not exist, on the port of its last run when that is free (else on a free port): users, rooms and history a previous run left in dir are
+// kept. It is stopped in t.Cleanup but dir is never removed, so that a slow setup (a benchmark
+// that creates a thousand rooms) can be reused by the next run.
+func StartIn(t testing.TB, dir string) *Server {
+	t.Helper()
+	bin, err := binaries()
+	if err != nil {
+		t.Fatalf("hstest: %v", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatalf("hstest: failed to create the data directory: %v", err)
+	}
+	s := &Server{Dir: dir, bin: bin}
+	// The port of the last run first: the URL stays the same, as it would
+	// for a homeserver that is restarted in production.
+	last := 0
+	if env, err := readEnvFile(filepath.Join(dir, "env")); err == nil {
+		_, p, _ := strings.Cut(strings.TrimPrefix(env["URL"], "http://"), ":")
+		last, _ = strconv.Atoi(p)
+	}
+	for attempt := 1; ; attempt++ {
+		if attempt == 1 && last > 0 {
+			s.port = last
+		} else if s.port, err = freePort(); err != nil {
+			t.Fatalf("hstest: %v", err)
+		}
+		if err = s.launch(); err == nil {
+			break
+		}
+		if !errors.Is(err, errPortInUse) || attempt == 3 {
+			t.Fatalf("hstest: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("hstest: %v", err)
+		}
+	})
+	return s
+}
+
 // newServer creates a data directory and starts a server in it on a free port. On failure the
 // directory is removed and the error carries the end of the server's log.
 func newServer() (*Server, error) {
