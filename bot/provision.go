@@ -183,9 +183,13 @@ func (b *Bot) provisionRooms(ctx context.Context, w *world) error {
 	}
 	// Rooms no longer configured are forgotten: configured again, they are
 	// provisioned again.
+	planned := make(map[string]bool, len(plans))
+	for _, p := range plans {
+		planned[p.key] = true
+	}
 	var gone []string
 	for key := range remembered {
-		if !slices.ContainsFunc(plans, func(p *roomPlan) bool { return p.key == key }) {
+		if !planned[key] {
 			gone = append(gone, key)
 		}
 	}
