@@ -203,8 +203,10 @@ func (c *Conn) CloseWithError(err error) {
 		for _, ch := range pending {
 			ch <- response{err: c.closeErr}
 		}
-		c.cancelAll()
+		// done first: a handler woken by the cancellation must find the
+		// connection closed, not send a "context canceled" answer.
 		close(c.done)
+		c.cancelAll()
 	})
 }
 
