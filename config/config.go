@@ -61,6 +61,9 @@ type Config struct {
 	lines map[string]int
 	// fromEnv holds the key paths of values that came from ${VAR} substitution.
 	fromEnv map[string]bool
+	// envValues maps each value ${VAR} substitution produced to the text it
+	// was written as; Errorf masks them.
+	envValues map[string]string
 }
 
 // DatabaseType names an SQL database engine.
@@ -403,7 +406,7 @@ func (c *Config) Line(path string) int {
 // of the configuration (an unknown hook name in an override, a plugin whose
 // manifest is missing). Never pass secret values as arguments.
 func (c *Config) Errorf(path, format string, args ...any) *Error {
-	return &Error{File: c.fileName(), Line: c.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: c.fileName(), Line: c.Line(path), Path: path, Msg: maskEnv(fmt.Sprintf(format, args...), c.envValues)}
 }
 
 func (c *Config) fileName() string {

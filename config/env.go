@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -30,7 +31,10 @@ type substituter struct {
 	errs    ErrorList
 	origin  map[*yaml.Node]string // value before substitution, for messages
 	fromEnv map[string]bool       // key paths whose value came from the environment
-	bad     map[string]bool       // key paths whose value could not be substituted
+	// envValues are the values the environment supplied, with the text
+	// they were written as, so messages can show the reference instead.
+	envValues map[string]string
+	bad       map[string]bool // key paths whose value could not be substituted
 }
 
 func (s *substituter) walk(n *yaml.Node, path string) {
@@ -80,10 +84,13 @@ func (s *substituter) scalar(n *yaml.Node, path string) {
 		return
 	}
 	s.origin[n] = n.Value
-	n.Value = out
 	if used {
 		s.fromEnv[path] = true
+		if len(out) >= minMaskedLen {
+			s.envValues[out] = n.Value
+		}
 	}
+	n.Value = out
 	if n.Style == 0 {
 		// Plain scalar: let YAML type the substituted text, except that an
 		// empty result stays an empty string rather than becoming null.
@@ -157,4 +164,20 @@ func splitVarName(inner string) (name, rest string) {
 
 func isMergeKey(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Value == "<<" && (n.Tag == "" || n.Tag == "!" || n.Tag == "!!merge" || n.Tag == "tag:yaml.org,2002:merge")
+}
+
+// minMaskedLen is the shortest value from the environment that messages
+// mask: shorter ones (a port, a count) are no secret and would mask
+// unrelated text.
+const minMaskedLen = 4
+
+// maskEnv replaces in msg every value that came from the environment (as
+// written, or quoted as %q prints it) with the ${VAR} text it was written
+// as, so no configuration message shows what ${VAR} held.
+func maskEnv(msg string, values map[string]string) string {
+	for value, written := range values {
+		msg = strings.ReplaceAll(msg, strconv.Quote(value), strconv.Quote(written))
+		msg = strings.ReplaceAll(msg, value, written)
+	}
+	return msg
 }

@@ -188,3 +188,25 @@ func TestSubstitutedValueNotInErrors(t *testing.T) {
 		t.Errorf("errors = %q, want %q", errs, want)
 	}
 }
+
+// A value that came from ${VAR} never appears in a validation message:
+// the message shows the reference as written instead.
+func TestValidationMessagesMaskEnvValues(t *testing.T) {
+	env := map[string]string{"ROUTER": "Sup3r-Secret-Name", "DB": "oracle-s3cret", "TRUST": "everyone-s3cret"}
+	src := minimal + "  router:\n    username: ${ROUTER}\n  encryption:\n    share_keys_with: ${TRUST}\ndatabase:\n  type: ${DB}\n"
+	errs := parseErrors(t, src, env)
+	if len(errs) != 3 {
+		t.Fatalf("errors = %q, want three", errs)
+	}
+	all := strings.Join(errs, "\n")
+	for _, secret := range env {
+		if strings.Contains(all, secret) {
+			t.Errorf("a message shows %q:\n%s", secret, all)
+		}
+	}
+	for _, ref := range []string{"${ROUTER}", "${DB}", "${TRUST}"} {
+		if !strings.Contains(all, ref) {
+			t.Errorf("no message names %s:\n%s", ref, all)
+		}
+	}
+}

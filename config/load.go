@@ -81,11 +81,12 @@ func Parse(data []byte, filename string, opts ...Option) (*Config, error) {
 	}
 
 	s := &substituter{
-		lookup:  o.lookupEnv,
-		file:    filename,
-		origin:  make(map[*yaml.Node]string),
-		fromEnv: make(map[string]bool),
-		bad:     make(map[string]bool),
+		lookup:    o.lookupEnv,
+		file:      filename,
+		origin:    make(map[*yaml.Node]string),
+		fromEnv:   make(map[string]bool),
+		envValues: make(map[string]string),
+		bad:       make(map[string]bool),
 	}
 	d := newDecoder(filename)
 	d.origin, d.bad = s.origin, s.bad
@@ -99,7 +100,7 @@ func Parse(data []byte, filename string, opts ...Option) (*Config, error) {
 			d.decode(root, reflect.ValueOf(c).Elem(), "")
 		}
 	}
-	c.lines, c.fromEnv = d.lines, s.fromEnv
+	c.lines, c.fromEnv, c.envValues = d.lines, s.fromEnv, s.envValues
 
 	c.ApplyDefaults()
 	all := append(s.errs, d.errs...)

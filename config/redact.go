@@ -48,6 +48,7 @@ func (c *Config) Clone() *Config {
 	}
 	n.lines = maps.Clone(c.lines)
 	n.fromEnv = maps.Clone(c.fromEnv)
+	n.envValues = maps.Clone(c.envValues)
 	return &n
 }
 
@@ -118,6 +119,7 @@ func isSecretKey(k string) bool {
 // ${VAR} substitution.
 func (c *Config) Redacted() *Config {
 	n := c.Clone()
+	n.envValues = nil // the values themselves
 	for i := range n.Plugins {
 		if s := n.Plugins[i].Settings; s != nil {
 			n.redactSettings(s, joinKey(joinIndex("plugins", i), "settings"))
