@@ -1,6 +1,7 @@
 package matrixio_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,10 +47,12 @@ func TestEncryptedRoomRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, evID := range []id.EventID{msg, reaction} {
-		raw, err := receiver.Client().GetEvent(ctx, room, evID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// GET /event lags a moment behind the send on Dendrite.
+		var raw *event.Event
+		eventually(t, 10*time.Second, func() (bool, string) {
+			raw, err = receiver.Client().GetEvent(ctx, room, evID)
+			return err == nil, fmt.Sprintf("get %s: %v", evID, err)
+		})
 		if raw.Type != event.EventEncrypted {
 			t.Errorf("%s went over the wire as %s, want m.room.encrypted", evID, raw.Type)
 		}
