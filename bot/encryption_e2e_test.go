@@ -161,20 +161,36 @@ func lastUserMessage(t *testing.T, llm *llmtest.Server) string {
 	return ""
 }
 
+// secretRoom is hookroom with one agent in a room it created encrypted
+// (secretRoomConfig with matrixExtra), running, and alice joined to it with
+// an independent nio client.
+type secretRoom struct {
+	*testEnv
+	llm   *llmtest.Server
+	alice *hstest.User
+	bot   *running
+	room  id.RoomID
+	phone *hstest.Client
+}
+
+func newSecretRoom(t *testing.T, matrixExtra string) *secretRoom {
+	e := newEnv(t)
+	s := &secretRoom{testEnv: e, llm: llmtest.NewServer(t), alice: e.hs.RegisterUser(t, "alice")}
+	var rec events
+	s.bot = e.start(e.secretRoomConfig(s.llm, s.alice, matrixExtra), &rec, Options{})
+	s.room = s.bot.bot.w().rooms["secret"]
+	s.phone = e.joinEncrypted(t, hstest.Nio, s.alice, s.room)
+	return s
+}
+
 // A message hookroom cannot decrypt (its room key never comes) is answered
 // once, after the grace period, with a short notice in its thread; the log
 // says so. A message after it is answered normally, which proves the room's
 // queue moved on and no second notice came in between.
 func TestUndecryptableMessageGetsNotice(t *testing.T) {
-	e := newEnv(t)
-	llm := llmtest.NewServer(t)
-	alice := e.hs.RegisterUser(t, "alice")
-	cfg := e.secretRoomConfig(llm, alice, "  encryption:\n    decrypt_grace_ms: 1500\n")
-	var rec events
-	r := e.start(cfg, &rec, Options{})
-	room := r.bot.w().rooms["secret"]
+	s := newSecretRoom(t, "  encryption:\n    decrypt_grace_ms: 1500\n")
+	e, llm, alice, room, phone := s.testEnv, s.llm, s.alice, s.room, s.phone
 	agent := e.userID("helper")
-	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
 
 	// An encrypted event whose megolm session nobody shared with hookroom.
 	ctx := context.Background()
@@ -339,14 +355,8 @@ agents:
 // room key: the agent's reply stays unreadable there, while hookroom still
 // reads and answers the person.
 func TestShareKeysOnlyWithCrossSignedDevices(t *testing.T) {
-	e := newEnv(t)
-	llm := llmtest.NewServer(t)
-	alice := e.hs.RegisterUser(t, "alice")
-	cfg := e.secretRoomConfig(llm, alice, "  encryption:\n    share_keys_with: cross_signed\n")
-	var rec events
-	r := e.start(cfg, &rec, Options{})
-	room := r.bot.w().rooms["secret"]
-	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
+	s := newSecretRoom(t, "  encryption:\n    share_keys_with: cross_signed\n")
+	e, llm, room, phone := s.testEnv, s.llm, s.room, s.phone
 	llm.Script(llmtest.Text("Only for signed devices."))
 	q := phone.SendText(t, room, "@"+e.localpart("helper")+" can I read you?")
 	got := phone.WaitMessage(t, room, hstest.Match{Sender: e.userID("helper"), ThreadRoot: q, AllowUndecryptable: true})
