@@ -109,6 +109,10 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// CachedTokens is the part of PromptTokens the provider served from its
+	// prompt cache, where it reports it (OpenAI-compatible:
+	// usage.prompt_tokens_details.cached_tokens); 0 otherwise.
+	CachedTokens int `json:"cached_tokens,omitempty"`
 }
 
 // Add adds o to u.
@@ -116,7 +120,11 @@ func (u *Usage) Add(o Usage) {
 	u.PromptTokens += o.PromptTokens
 	u.CompletionTokens += o.CompletionTokens
 	u.TotalTokens += o.TotalTokens
+	u.CachedTokens += o.CachedTokens
 }
+
+// IsZero reports whether u counts no tokens at all.
+func (u Usage) IsZero() bool { return u == Usage{} }
 
 // EventKind says what a stream event carries.
 type EventKind uint8

@@ -207,6 +207,9 @@ func (s *openaiStream) absorb(chunk *openai.ChatCompletionStreamResponse) {
 			CompletionTokens: chunk.Usage.CompletionTokens,
 			TotalTokens:      chunk.Usage.TotalTokens,
 		}
+		if d := chunk.Usage.PromptTokensDetails; d != nil {
+			s.usage.CachedTokens = d.CachedTokens
+		}
 	}
 	for i := range chunk.Choices {
 		c := &chunk.Choices[i]

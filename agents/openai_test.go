@@ -147,6 +147,45 @@ func TestOpenAIStreams(t *testing.T) {
 	}
 }
 
+// The cached part of the prompt (usage.prompt_tokens_details.cached_tokens)
+// reaches Usage.CachedTokens; Run sums it over a turn's model calls.
+func TestOpenAICachedTokens(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text("hi").WithCachedUsage(100, 64, 5))
+	evs, err := collectStream(t, testModel(t, srv), userPrompt("hi"))
+	if err != nil {
+		t.Fatalf("Recv: %v", err)
+	}
+	var got agents.Usage
+	for _, ev := range evs {
+		if ev.Kind == agents.EventUsage {
+			got = ev.Usage
+		}
+	}
+	if want := (agents.Usage{PromptTokens: 100, CompletionTokens: 5, TotalTokens: 105, CachedTokens: 64}); got != want {
+		t.Errorf("usage = %+v, want %+v", got, want)
+	}
+
+	srv = llmtest.NewServer(t,
+		llmtest.Calls(llmtest.ToolCall("c1", "missing_tool", "{}")).WithCachedUsage(50, 10, 3),
+		llmtest.Text("done").WithCachedUsage(70, 40, 4))
+	res, err := agents.Run(t.Context(), agents.RunRequest{Model: testModel(t, srv), Messages: userPrompt("hi").Messages})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if want := (agents.Usage{PromptTokens: 120, CompletionTokens: 7, TotalTokens: 127, CachedTokens: 50}); res.Usage != want {
+		t.Errorf("run usage = %+v, want %+v", res.Usage, want)
+	}
+}
+
+func collectStream(t *testing.T, m agents.Model, req *agents.Request) ([]agents.Event, error) {
+	t.Helper()
+	s, err := m.Stream(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	return collect(t, s)
+}
+
 func TestOpenAIRequestWire(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.Text("ok"))
 	m := testModel(t, srv)

@@ -70,6 +70,14 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails, when set, reports the cached part of the prompt
+	// as OpenAI does.
+	PromptTokensDetails *PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// PromptTokensDetails breaks the prompt tokens down.
+type PromptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 // Text returns a reply streaming chunks as content deltas.
@@ -114,6 +122,15 @@ func (r Reply) WithText(chunks ...string) Reply { r.Text = chunks; return r }
 // WithUsage returns r reporting this usage.
 func (r Reply) WithUsage(prompt, completion int) Reply {
 	r.Usage = &Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	return r
+}
+
+// WithCachedUsage returns r reporting this usage, cached of the prompt
+// tokens served from the provider's prompt cache
+// (usage.prompt_tokens_details.cached_tokens).
+func (r Reply) WithCachedUsage(prompt, cached, completion int) Reply {
+	r = r.WithUsage(prompt, completion)
+	r.Usage.PromptTokensDetails = &PromptTokensDetails{CachedTokens: cached}
 	return r
 }
 
