@@ -1,0 +1,96 @@
+package usage
+
+import (
+	"context"
+	"time"
+
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/hooks"
+)
+
+// DayStart returns 00:00 UTC of t's day in UTC: where "today" begins for
+// usage and budgets, wherever the server runs.
+func DayStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// NextDay returns 00:00 UTC of the day after t's day in UTC: when a daily
+// budget used up at t is available again.
+func NextDay(t time.Time) time.Time { return DayStart(t).AddDate(0, 0, 1) }
+
+// MonthStart returns 00:00 UTC of the first day of t's month in UTC.
+func MonthStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// Budgets are the daily token budgets that apply to one turn. A budget of
+// 0 is unlimited.
+type Budgets struct {
+	// PerUser bounds the tokens one person's turns may use per UTC day,
+	// over every agent and room.
+	PerUser int
+	// PerAgent bounds the tokens the agent's turns may use per UTC day,
+	// over every room and person.
+	PerAgent int
+}
+
+// Unlimited reports whether no budget is set.
+func (b Budgets) Unlimited() bool { return b.PerUser <= 0 && b.PerAgent <= 0 }
+
+// Scope says whose budget is used up.
+type Scope string
+
+const (
+	// ScopePerson is the requester's own daily budget.
+	ScopePerson Scope = "person"
+	// ScopeAgent is the agent's daily budget.
+	ScopeAgent Scope = "agent"
+)
+
+// Exceeded describes a used-up daily budget.
+type Exceeded struct {
+	Scope Scope
+	// Limit is the budget; Used what was used of it today (at least Limit).
+	Limit, Used int64
+	// Resets is when the budget is available again: the next 00:00 UTC.
+	Resets time.Time
+}
+
+// over reports whether used tokens exhaust limit (0: unlimited). A turn
+// may start while anything is left, and may then go beyond the budget: how
+// many tokens a turn takes is known only once it is over.
+func over(limit int, used int64) bool { return limit > 0 && used >= int64(limit) }
+
+// Check reports the daily budget a turn of agent for requester starting
+// at now may not use because it is used up today (UTC): the person's
+// first, then the agent's. It returns nil when the turn may call the model
+// (always, without budgets, and without reading the database).
+func (s *Store) Check(ctx context.Context, now time.Time, agent hooks.AgentName, requester id.UserID, b Budgets) (*Exceeded, error) {
+	if b.Unlimited() {
+		return nil, nil
+	}
+	today := DayStart(now)
+	for _, c := range []struct {
+		scope Scope
+		limit int
+		f     Filter
+	}{
+		{ScopePerson, b.PerUser, Filter{Requester: requester, Since: today}},
+		{ScopeAgent, b.PerAgent, Filter{Agent: agent, Since: today}},
+	} {
+		if c.limit <= 0 {
+			continue
+		}
+		t, err := s.Sum(ctx, c.f)
+		if err != nil {
+			return nil, err
+		}
+		if over(c.limit, t.TotalTokens) {
+			return &Exceeded{Scope: c.scope, Limit: int64(c.limit), Used: t.TotalTokens, Resets: NextDay(now)}, nil
+		}
+	}
+	return nil, nil
+}
