@@ -48,7 +48,7 @@ type Turn struct {
 
 // Totals sums the turns a query matched.
 type Totals struct {
-	Turns                                               int64
+	Turns                                                int64
 	InputTokens, OutputTokens, CachedTokens, TotalTokens int64
 }
 
