@@ -48,6 +48,8 @@ type Config struct {
 	// Attachments limits what people's files (images, text files, …) the
 	// agents get.
 	Attachments Attachments `yaml:"attachments"`
+	// Usage sets daily token budgets (token usage is always recorded).
+	Usage Usage `yaml:"usage"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`
@@ -188,6 +190,19 @@ type Agent struct {
 	// Plugins is an allowlist of plugin names whose hooks run for this agent:
 	// nil (key absent) means every plugin, an empty list means none.
 	Plugins []string `yaml:"plugins"`
+	// DailyTokenBudget bounds the tokens this agent's turns may use per UTC
+	// day, over every room and person; 0 is unlimited. Absent (nil): the
+	// agent gets usage.daily_tokens_per_agent.
+	DailyTokenBudget *int `yaml:"daily_token_budget"`
+}
+
+// DailyTokens returns the agent's daily token budget: DailyTokenBudget, or
+// else u's daily_tokens_per_agent (0: unlimited).
+func (a Agent) DailyTokens(u Usage) int {
+	if a.DailyTokenBudget != nil {
+		return *a.DailyTokenBudget
+	}
+	return u.DailyTokensPerAgent
 }
 
 // Room is a room the agents live in, by key.
@@ -359,6 +374,20 @@ type Attachments struct {
 	// MaxPerTurn is how many attachments of one message the model gets;
 	// the others are only named. Default 4.
 	MaxPerTurn int `yaml:"max_per_turn"`
+}
+
+// Usage sets daily token budgets. Days are UTC days: a budget used up
+// today is available again at 00:00 UTC. A turn may start while anything
+// is left and then go beyond; the next one is refused (the person is told,
+// no model is called). The zero value sets no budget.
+type Usage struct {
+	// DailyTokensPerUser bounds the tokens (input and output) one person's
+	// turns may use per UTC day, over every agent and room. 0: unlimited.
+	DailyTokensPerUser int `yaml:"daily_tokens_per_user"`
+	// DailyTokensPerAgent bounds the tokens each agent's turns may use per
+	// UTC day, over every room and person, unless the agent sets
+	// daily_token_budget. 0: unlimited.
+	DailyTokensPerAgent int `yaml:"daily_tokens_per_agent"`
 }
 
 // AgentNames returns the agent names, sorted.

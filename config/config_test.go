@@ -166,6 +166,8 @@ func TestExampleConfig(t *testing.T) {
 		{"hooks", c.Hooks, config.HookEngine{CollectorConcurrency: 64, MaxDepth: 3}},
 		{"models.gpt.vision", c.Models["gpt"].Vision, true},
 		{"attachments", c.Attachments, config.Attachments{MaxSize: 20 * config.MiB, MaxTextSize: 256 * config.KiB, MaxPerTurn: 4}},
+		{"usage", c.Usage, config.Usage{DailyTokensPerUser: 200000}},
+		{"agents.coder daily tokens", c.Agents["coder"].DailyTokens(c.Usage), 0},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -356,6 +358,28 @@ func TestRoomEncryptedByDefault(t *testing.T) {
 	for key, want := range map[string]bool{"a": true, "b": false, "c": true} {
 		if got := c.Rooms[key].Encrypted(); got != want {
 			t.Errorf("rooms.%s.Encrypted() = %v, want %v", key, got, want)
+		}
+	}
+}
+
+// An agent's daily token budget is its own daily_token_budget when set (0:
+// unlimited, also against a default), else usage.daily_tokens_per_agent.
+func TestAgentDailyTokens(t *testing.T) {
+	cases := []struct {
+		name  string
+		own   *int
+		deflt int
+		want  int
+	}{
+		{"nothing set", nil, 0, 0},
+		{"default", nil, 500, 500},
+		{"own", ptr(100), 500, 100},
+		{"own unlimited beats default", ptr(0), 500, 0},
+	}
+	for _, tc := range cases {
+		a := config.Agent{DailyTokenBudget: tc.own}
+		if got := a.DailyTokens(config.Usage{DailyTokensPerAgent: tc.deflt}); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

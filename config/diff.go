@@ -41,6 +41,8 @@ type Changes struct {
 	Log bool
 	// Attachments is set when the attachment limits changed.
 	Attachments bool
+	// Usage is set when the token budgets of the usage section changed.
+	Usage bool
 }
 
 // Diff compares two configurations. A nil old configuration counts as empty
@@ -68,6 +70,7 @@ func Diff(old, new *Config) Changes {
 	ch.Storage = old.DataDir != new.DataDir || old.Database != new.Database
 	ch.Log = old.Log != new.Log
 	ch.Attachments = old.Attachments != new.Attachments
+	ch.Usage = old.Usage != new.Usage
 	return ch
 }
 
@@ -151,6 +154,7 @@ func (ch Changes) String() string {
 		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.Models, "models"},
 		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
+		{ch.Usage, "usage"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

@@ -110,9 +110,10 @@ func TestDiff(t *testing.T) {
 			c.DataDir = "/elsewhere"
 			c.Log.Level = "debug"
 			c.Attachments.MaxPerTurn = 9
+			c.Usage.DailyTokensPerUser = 1000
 		},
-		want: config.Changes{Matrix: true, Models: true, Authorization: true, Router: true, Defaults: true, Hooks: true, Storage: true, Log: true, Attachments: true},
-		str:  "matrix; models; authorization; router; defaults; hooks; storage; log; attachments",
+		want: config.Changes{Matrix: true, Models: true, Authorization: true, Router: true, Defaults: true, Hooks: true, Storage: true, Log: true, Attachments: true, Usage: true},
+		str:  "matrix; models; authorization; router; defaults; hooks; storage; log; attachments; usage",
 	}, {
 		name: "model gains vision",
 		change: func(c *config.Config) {

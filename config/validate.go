@@ -45,6 +45,7 @@ func (c *Config) validate() ErrorList {
 	v.plugins()
 	v.engine()
 	v.attachments()
+	v.usage()
 	sortErrors(v.errs)
 	return v.errs
 }
@@ -268,6 +269,9 @@ func (v *validator) agents() {
 			}
 		}
 		v.names(joinKey(p, "plugins"), a.Plugins)
+		if a.DailyTokenBudget != nil {
+			v.tokenBudget(joinKey(p, "daily_token_budget"), *a.DailyTokenBudget)
+		}
 	}
 }
 
@@ -415,5 +419,17 @@ func (v *validator) attachments() {
 	}
 	if a.MaxPerTurn < 1 {
 		v.errorf("attachments.max_per_turn", "must be at least 1, not %d", a.MaxPerTurn)
+	}
+}
+
+func (v *validator) usage() {
+	v.tokenBudget("usage.daily_tokens_per_user", v.c.Usage.DailyTokensPerUser)
+	v.tokenBudget("usage.daily_tokens_per_agent", v.c.Usage.DailyTokensPerAgent)
+}
+
+// tokenBudget checks a daily token budget: a number of tokens, 0 for none.
+func (v *validator) tokenBudget(path string, n int) {
+	if n < 0 {
+		v.errorf(path, "must be a number of tokens, or 0 for unlimited, not %d", n)
 	}
 }
