@@ -275,6 +275,27 @@ type ResponseResult struct {
 	DeliveryKind DeliveryKind `json:"delivery_kind"`
 	Kind         ResponseKind `json:"kind"`
 	Envelope     Envelope     `json:"envelope"`
+	// Usage is what the turn's model calls used (zero for a reply a
+	// message:claim hook gave).
+	Usage TokenUsage `json:"usage"`
+}
+
+// TokenUsage counts the tokens of a turn's model calls, summed, as the
+// provider reported them. The same counts are recorded in the database
+// (!usage) and count against the daily token budgets.
+type TokenUsage struct {
+	// Model is the model the provider was asked for ("" when no model was
+	// called).
+	Model        string `json:"model,omitempty"`
+	InputTokens  int    `json:"input_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	// CachedTokens is the part of InputTokens the provider served from its
+	// prompt cache (0 where the provider does not report it).
+	CachedTokens int `json:"cached_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+	// ModelCalls counts the model calls of the turn (one per round of tool
+	// calls, plus the answer).
+	ModelCalls int `json:"model_calls"`
 }
 
 // AfterResponseContext is passed to message:after_response hooks (observer,
@@ -303,6 +324,9 @@ const (
 	// CancelRedacted: the person's message was redacted (deleted) before
 	// the turn delivered its answer.
 	CancelRedacted CancelReason = "redacted"
+	// CancelOverBudget: a daily token budget (the person's or the agent's)
+	// was used up; the person was told and no model was called.
+	CancelOverBudget CancelReason = "over_budget"
 )
 
 // CancelledInfo describes a turn that ended without a clean reply.
@@ -314,6 +338,9 @@ type CancelledInfo struct {
 	Reason         CancelReason `json:"reason"`
 	// Detail is a human-readable explanation (an error message).
 	Detail string `json:"detail,omitempty"`
+	// Usage is what the turn's model calls used before it ended (zero when
+	// it ended before calling the model).
+	Usage TokenUsage `json:"usage"`
 }
 
 // CancelledContext is passed to message:cancelled hooks (observer, 3 s). It

@@ -107,10 +107,13 @@ func FinalResponse(text string) *hooks.FinalResponseContext {
 	return &hooks.FinalResponseContext{Draft: hooks.FinalDraft{Text: text, Kind: hooks.ResponseAI, Envelope: Envelope("hello")}}
 }
 
-// AfterResponse returns a message:after_response context for a reply text.
+// AfterResponse returns a message:after_response context for a reply text,
+// from one model call of 120 input tokens (100 of them cached) and 8 output
+// tokens.
 func AfterResponse(text string) *hooks.AfterResponseContext {
 	return &hooks.AfterResponseContext{Result: hooks.ResponseResult{
 		Text: text, EventID: "$reply:localhost", DeliveryKind: hooks.DeliverySent, Kind: hooks.ResponseAI, Envelope: Envelope("hello"),
+		Usage: hooks.TokenUsage{Model: "test-model", InputTokens: 120, OutputTokens: 8, CachedTokens: 100, TotalTokens: 128, ModelCalls: 1},
 	}}
 }
 

@@ -81,6 +81,7 @@ func TestTranscript(t *testing.T) {
 		`"method":"host.room_state.get"`, `"method":"host.emit"`, `"method":"host.log"`,
 		`"error":{"code":-32003`, `"method":"tool.call"`, `"method":"shutdown"`,
 		`"declined":true`, `"items":[{"key":"location"`,
+		`"usage":{"model":"test-model","input_tokens":120,"output_tokens":8,"cached_tokens":100,"total_tokens":128,"model_calls":1}`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("transcript lacks %s", want)
