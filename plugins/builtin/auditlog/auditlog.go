@@ -181,6 +181,10 @@ type Record struct {
 	Chars           *int       `json:"chars,omitempty"`
 	Text            string     `json:"text,omitempty"`
 
+	// Usage is the turn's token usage (after_response and cancelled; left
+	// out when no model was called).
+	Usage *hooks.TokenUsage `json:"usage,omitempty"`
+
 	Reason         string     `json:"reason,omitempty"`
 	Detail         string     `json:"detail,omitempty"`
 	VisibleEventID id.EventID `json:"visible_event_id,omitempty"`
@@ -239,10 +243,19 @@ func (l *Log) afterResponse(_ context.Context, c *hooks.AfterResponseContext) er
 	r := &Record{
 		Event: c.EventName(), CorrelationID: c.CorrelationID,
 		ResponseEventID: res.EventID, Delivery: string(res.DeliveryKind), Kind: string(res.Kind),
+		Usage: tokens(res.Usage),
 	}
 	l.envelope(r, &res.Envelope)
 	l.text(r, res.Text)
 	return l.write(r)
+}
+
+// tokens is u for a record, nil when no model was called.
+func tokens(u hooks.TokenUsage) *hooks.TokenUsage {
+	if u == (hooks.TokenUsage{}) {
+		return nil
+	}
+	return &u
 }
 
 func (l *Log) cancelled(_ context.Context, c *hooks.CancelledContext) error {
@@ -250,7 +263,7 @@ func (l *Log) cancelled(_ context.Context, c *hooks.CancelledContext) error {
 	r := &Record{
 		Event: c.EventName(), CorrelationID: c.CorrelationID,
 		Reason: string(info.Reason), Detail: clip(info.Detail, l.maxText),
-		VisibleEventID: info.VisibleEventID, Kind: string(info.Kind),
+		VisibleEventID: info.VisibleEventID, Kind: string(info.Kind), Usage: tokens(info.Usage),
 	}
 	l.envelope(r, &info.Envelope)
 	return l.write(r)

@@ -32,9 +32,12 @@
 //     earlier hook suppressed the message);
 //   - message:after_response: the same envelope fields of the message
 //     answered, response_event_id, delivery (sent/edited), kind, chars,
-//     text;
+//     text, usage (the turn's tokens: model, input_tokens, output_tokens,
+//     cached_tokens, total_tokens, model_calls; left out when no model was
+//     called, e.g. for a claimed message);
 //   - message:cancelled: the envelope fields, reason, detail,
-//     visible_event_id, kind;
+//     visible_event_id, kind, usage (what the model calls used before the
+//     turn ended, when any);
 //   - tool:after_call: agent, room_id, thread_id, requester, tool,
 //     arguments, blocked, error, duration_ms, result_chars, result;
 //   - config:reloaded: added_agents, changed_agents, removed_agents,
