@@ -18,6 +18,7 @@ import (
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/tracking"
+	tokens "github.com/hookroom/hookroom/usage" // "usage" is the CLI text in main.go
 )
 
 // Options adjust a Bot beyond what config.yaml says. The zero value is what
@@ -72,6 +73,7 @@ type Bot struct {
 	invited invitedRooms
 
 	history      *agents.History
+	usage        *tokens.Store
 	turns        turnQueues
 	turnsByEvent turnIndex
 	syncs        syncLoops
@@ -147,6 +149,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	b.history = agents.NewHistory(db.Database)
 	if err := b.history.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to upgrade history store: %w", err))
+	}
+	b.usage = tokens.New(db.Database)
+	if err := b.usage.Upgrade(ctx); err != nil {
+		return nil, b.closeWith(err)
 	}
 	if b.w().models, b.w().specs, err = buildModels(cfg); err != nil {
 		return nil, b.closeWith(err)

@@ -37,6 +37,7 @@ const helpText = `**hookroom** — talk to the agents of this room by mentioning
 Commands:
 - ` + "`!help`" + ` — this message
 - ` + "`!agents`" + ` — the agents in this room
+- ` + "`!usage`" + ` — the tokens each agent used in this room today and this month, and yours today against your daily budget; ` + "`!usage all`" + ` for every room (admins)
 - ` + "`!hooks`" + ` — the hooks in service (admins)
 - ` + "`!reload-plugins`" + ` — reload config.yaml and restart every plugin (admins)`
 
@@ -66,6 +67,9 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 		} else {
 			reply = fmt.Sprintf("Reloaded in %s: %s.", logDuration(rep.Took), rep.Summary())
 		}
+	case "usage":
+		admin := slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender)
+		reply = b.usageCommand(ctx, ev.RoomID, env.RequesterID, cmd.args, admin)
 	case "hooks":
 		if !slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender) {
 			reply = "Only hookroom's administrators (authorization.global_users) may list the hooks."

@@ -56,6 +56,9 @@ type turn struct {
 	earlier []tracking.Reply // parts 1, 2, … the last run posted (replays)
 
 	typing *typingNotice // while the model works; nil before
+
+	used       agents.Usage // what the model calls used (spent)
+	modelCalls int
 }
 
 // scopeKey is the history scope of a message: its room and thread.
@@ -96,6 +99,9 @@ func (t *turn) run(parent context.Context) {
 	}
 
 	if done := t.claim(ctx); done {
+		return
+	}
+	if t.overBudget(ctx) {
 		return
 	}
 	att := t.prepareAttachments(ctx)
@@ -145,6 +151,7 @@ func (t *turn) run(parent context.Context) {
 		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
 		OnText: t.onText,
 	})
+	t.spent(res)
 	stopDelivery()
 	<-deliveryDone
 
@@ -597,9 +604,8 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	}
 	// The turn is stored and its message marked handled in one
 	// transaction (the history's write lock first, then the database's).
-	newSession, err := t.b.history.AppendTurn(context.WithoutCancel(ctx), t.scope, t.agent, t.ev.ID, func(ctx context.Context) error {
-		return t.b.track.MarkHandled(ctx, t.ev.ID)
-	}, msgs...)
+	// Its token usage is recorded in the same transaction.
+	newSession, err := t.b.history.AppendTurn(context.WithoutCancel(ctx), t.scope, t.agent, t.ev.ID, t.handled, msgs...)
 	if err != nil {
 		t.log.Error().Err(err).Msg("failed to store the turn")
 	}
@@ -616,9 +622,10 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	t.afterResponse(ctx, text, evID, kind, hooks.ResponseAI)
 }
 
-// markHandled marks the message handled (a turn that stores nothing).
+// markHandled marks the message handled (a turn that stores nothing),
+// recording what its model calls used, if any.
 func (t *turn) markHandled(ctx context.Context) error {
-	return t.b.track.MarkHandled(context.WithoutCancel(ctx), t.ev.ID)
+	return t.handled(context.WithoutCancel(ctx))
 }
 
 // fail ends the turn with a short notice in the thread and
@@ -718,6 +725,7 @@ func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail 
 	t.mu.Unlock()
 	c := &hooks.CancelledContext{Info: hooks.CancelledInfo{
 		Envelope: t.env, VisibleEventID: reply, Kind: hooks.ResponseAI, Reason: reason, Detail: detail,
+		Usage: t.tokenUsage(),
 	}}
 	c.CorrelationID = string(t.ev.ID)
 	if err := hooks.Emit(ctx, t.reg, hooks.MessageCancelled, c); err != nil {
@@ -731,7 +739,7 @@ func (t *turn) afterResponse(ctx context.Context, text string, evID id.EventID, 
 		return
 	}
 	c := &hooks.AfterResponseContext{Result: hooks.ResponseResult{
-		Text: text, EventID: evID, DeliveryKind: kind, Kind: rk, Envelope: t.env,
+		Text: text, EventID: evID, DeliveryKind: kind, Kind: rk, Envelope: t.env, Usage: t.tokenUsage(),
 	}}
 	c.CorrelationID = string(t.ev.ID)
 	if err := hooks.Emit(ctx, t.reg, hooks.MessageAfterResponse, c); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/pgtest"
 	"github.com/hookroom/hookroom/matrixio/hstest"
@@ -107,6 +108,13 @@ authorization:
 	cfg := e.config(e.cfg)
 	e.opts = Options{
 		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
+		// Reload reads config.yaml as e.config did.
+		ConfigOptions: []config.Option{config.WithLookupEnv(func(k string) (string, bool) {
+			if k == "HS_SECRET" {
+				return e.hs.Secret, true
+			}
+			return "", false
+		})},
 		Registry: func(s hooks.Services) (*hooks.Registry, error) {
 			rp := e.rec.plugin()
 			return hooks.NewRegistry([]hooks.Plugin{rp, {Name: "test", Hooks: hs}}, hooks.Options{Services: s})
