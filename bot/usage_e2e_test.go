@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/pgtest"
 	tokens "github.com/hookroom/hookroom/usage"
 )
 
@@ -158,10 +160,12 @@ func TestAgentBudgetBlocksTurn(t *testing.T) {
 }
 
 // A person whose daily budget is used up is told so, and no agent calls
-// the model for them; !usage shows their own count against it.
-func TestPersonBudgetBlocksTurn(t *testing.T) {
+// the model for them; !usage shows their own count against it. On
+// PostgreSQL: the usage is recorded in the turn's transaction there too.
+func TestPersonBudgetBlocksTurnOnPostgres(t *testing.T) {
 	var c cancelledEvents
-	e := newTurnEnvOn(t, "usage:\n  daily_tokens_per_user: 50\n", []string{"helper"}, "", c.hook())
+	top := fmt.Sprintf("database:\n  type: postgres\n  uri: %q\nusage:\n  daily_tokens_per_user: 50\n", pgtest.URL(t))
+	e := newTurnEnvOn(t, top, []string{"helper"}, "", c.hook())
 	e.llm.Script(llmtest.Text("Sure.").WithUsage(40, 20))
 	e.say("hi", "")
 	if got := e.waitTerminal(1); got[0] != "after:Sure." {
