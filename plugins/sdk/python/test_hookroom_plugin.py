@@ -223,6 +223,8 @@ def make_plugin() -> hp.Plugin:
             room=ctx.room_id,
             missing=ctx.no_such_field,
             nested=ctx.payload["deep"]["x"],
+            # message:after_response's token usage reads as attributes too.
+            tokens=ctx.result.usage.total_tokens if ctx.result is not None else None,
         )
 
     @p.hook("message:enrich", name="read_attachments")
@@ -382,12 +384,13 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(all(g["invocation"] == 7 for g in gets))
 
     async def test_attributes(self):
-        ctx = {"correlation_id": "c1", "room_id": "!r", "payload": {"deep": {"x": 3}}}
+        usage = {"model": "m", "input_tokens": 120, "output_tokens": 8, "cached_tokens": 100, "total_tokens": 128, "model_calls": 1}
+        ctx = {"correlation_id": "c1", "room_id": "!r", "payload": {"deep": {"x": 3}}, "result": {"usage": usage}}
         await self.result("attrs", "test:attrs", ctx)
         log = [l for l in self.host.logs if l["message"] == "attrs"][0]["fields"]
         self.assertEqual(
             log,
-            {"event": "test:attrs", "hook": "attrs", "plugin": "py-test", "correlation": "c1", "room": "!r", "missing": None, "nested": 3},
+            {"event": "test:attrs", "hook": "attrs", "plugin": "py-test", "correlation": "c1", "room": "!r", "missing": None, "nested": 3, "tokens": 128},
         )
 
     async def test_hooks_run_concurrently(self):
