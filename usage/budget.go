@@ -37,9 +37,6 @@ type Budgets struct {
 	PerAgent int
 }
 
-// Unlimited reports whether no budget is set.
-func (b Budgets) Unlimited() bool { return b.PerUser <= 0 && b.PerAgent <= 0 }
-
 // Scope says whose budget is used up.
 type Scope string
 
@@ -67,29 +64,26 @@ func over(limit int, used int64) bool { return limit > 0 && used >= int64(limit)
 // Check reports the daily budget a turn of agent for requester starting
 // at now may not use because it is used up today (UTC): the person's
 // first, then the agent's. It returns nil when the turn may call the model
-// (always, without budgets, and without reading the database).
+// (always, without budgets, and without reading the database). It reads
+// one row per budget, however many turns the day had.
 func (s *Store) Check(ctx context.Context, now time.Time, agent hooks.AgentName, requester id.UserID, b Budgets) (*Exceeded, error) {
-	if b.Unlimited() {
-		return nil, nil
-	}
-	today := DayStart(now)
 	for _, c := range []struct {
 		scope Scope
 		limit int
-		f     Filter
+		name  string
 	}{
-		{ScopePerson, b.PerUser, Filter{Requester: requester, Since: today}},
-		{ScopeAgent, b.PerAgent, Filter{Agent: agent, Since: today}},
+		{ScopePerson, b.PerUser, string(requester)},
+		{ScopeAgent, b.PerAgent, string(agent)},
 	} {
 		if c.limit <= 0 {
 			continue
 		}
-		t, err := s.Sum(ctx, c.f)
+		used, err := s.dayTotal(ctx, now, c.scope, c.name)
 		if err != nil {
 			return nil, err
 		}
-		if over(c.limit, t.TotalTokens) {
-			return &Exceeded{Scope: c.scope, Limit: int64(c.limit), Used: t.TotalTokens, Resets: NextDay(now)}, nil
+		if over(c.limit, used) {
+			return &Exceeded{Scope: c.scope, Limit: int64(c.limit), Used: used, Resets: NextDay(now)}, nil
 		}
 	}
 	return nil, nil

@@ -2,7 +2,9 @@ package usage
 
 import (
 	"context"
+	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -88,7 +90,8 @@ func (s *Store) Upgrade(ctx context.Context) error {
 	return nil
 }
 
-// Record stores the usage of one turn. It joins the transaction ctx
+// Record stores the usage of one turn and adds it to the day's totals of
+// its requester and agent, atomically. It joins the transaction ctx
 // carries, if any (dbutil.Database.DoTxn on the same database), so a
 // caller can record a turn atomically with marking its message handled.
 // Recording a turn of the same message and agent again changes nothing.
@@ -104,17 +107,56 @@ func (s *Store) Record(ctx context.Context, t Turn) error {
 	if total == 0 {
 		total = t.InputTokens + t.OutputTokens
 	}
-	_, err := s.db.Exec(ctx, `
-		INSERT INTO usage_turn (source_event_id, agent, room_id, thread_id, requester, model,
-			input_tokens, output_tokens, cached_tokens, total_tokens, model_calls, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-		ON CONFLICT (source_event_id, agent) DO NOTHING`,
-		string(t.SourceEventID), string(t.Agent), string(t.RoomID), string(t.ThreadID), string(t.Requester), t.Model,
-		t.InputTokens, t.OutputTokens, t.CachedTokens, total, t.ModelCalls, at.UnixMilli())
+	err := s.db.DoTxn(ctx, nil, func(ctx context.Context) error {
+		res, err := s.db.Exec(ctx, `
+			INSERT INTO usage_turn (source_event_id, agent, room_id, thread_id, requester, model,
+				input_tokens, output_tokens, cached_tokens, total_tokens, model_calls, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (source_event_id, agent) DO NOTHING`,
+			string(t.SourceEventID), string(t.Agent), string(t.RoomID), string(t.ThreadID), string(t.Requester), t.Model,
+			t.InputTokens, t.OutputTokens, t.CachedTokens, total, t.ModelCalls, at.UnixMilli())
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err // recorded before: the day's totals have it
+		}
+		for _, d := range []struct {
+			kind Scope
+			name string
+		}{{ScopePerson, string(t.Requester)}, {ScopeAgent, string(t.Agent)}} {
+			_, err := s.db.Exec(ctx, `
+				INSERT INTO usage_day (day, kind, name, total_tokens, turns) VALUES ($1, $2, $3, $4, 1)
+				ON CONFLICT (day, kind, name) DO UPDATE
+				SET total_tokens = usage_day.total_tokens + excluded.total_tokens, turns = usage_day.turns + 1`,
+				dayKey(at), string(d.kind), d.name, total)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("failed to record usage of %s by %s: %w", t.SourceEventID, t.Agent, err)
 	}
 	return nil
+}
+
+// dayKey names t's UTC day in usage_day.
+func dayKey(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// dayTotal returns the tokens of one person or agent on t's UTC day.
+func (s *Store) dayTotal(ctx context.Context, t time.Time, kind Scope, name string) (int64, error) {
+	var total int64
+	err := s.db.QueryRow(ctx, `SELECT total_tokens FROM usage_day WHERE day = $1 AND kind = $2 AND name = $3`,
+		dayKey(t), string(kind), name).Scan(&total)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("failed to read the day's token usage of %s: %w", name, err)
+	}
+	return total, nil
 }
 
 // where renders f as a WHERE clause with its arguments.

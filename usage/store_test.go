@@ -141,6 +141,9 @@ func TestStoreRecordJoinsTransaction(t *testing.T) {
 		if got, err := s.Sum(ctx, Filter{}); err != nil || got.Turns != 0 {
 			t.Fatalf("after rollback: %+v, %v; want no turns", got, err)
 		}
+		if ex, err := s.Check(ctx, time.Now(), "helper", alice, Budgets{PerUser: 1, PerAgent: 1}); err != nil || ex != nil {
+			t.Fatalf("after rollback: the day's totals say %+v, %v; want nothing used", ex, err)
+		}
 		err = db.DoTxn(ctx, nil, func(ctx context.Context) error {
 			return s.Record(ctx, turn("$1", "helper", roomA, alice, 1, 1, time.Time{}))
 		})
@@ -166,6 +169,10 @@ func TestStoreCheck(t *testing.T) {
 			if err := s.Record(ctx, tr); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// Recorded again (a bug, or a replay): the day's totals do not change.
+		if err := s.Record(ctx, turn("$1", "helper", roomA, alice, 6000, 4000, day.Add(time.Hour))); err != nil {
+			t.Fatal(err)
 		}
 		now := day.Add(12 * time.Hour)
 		cases := []struct {

@@ -29,3 +29,18 @@ CREATE INDEX usage_turn_created_idx ON usage_turn (created_at);
 CREATE INDEX usage_turn_agent_idx ON usage_turn (agent, created_at);
 CREATE INDEX usage_turn_room_idx ON usage_turn (room_id, created_at);
 CREATE INDEX usage_turn_requester_idx ON usage_turn (requester, created_at);
+
+-- The tokens of each person and each agent per UTC day, kept up to date with usage_turn
+-- in the same transaction: what the daily budgets read (one row each, whatever the
+-- number of turns). day: 'YYYY-MM-DD' in UTC; kind: 'person' (name: a user id) or
+-- 'agent' (name: an agent name).
+CREATE TABLE usage_day (
+	day          TEXT   NOT NULL,
+	kind         TEXT   NOT NULL,
+	name         TEXT   NOT NULL,
+	total_tokens BIGINT NOT NULL,
+	turns        BIGINT NOT NULL,
+
+	PRIMARY KEY (day, kind, name),
+	CONSTRAINT usage_day_kind_check CHECK (kind IN ('person', 'agent'))
+);
