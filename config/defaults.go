@@ -119,6 +119,13 @@ func (c *Config) ApplyDefaults() {
 		if p.Path != "" {
 			p.AbsPath = c.ResolvePath(p.Path)
 		}
+		for _, list := range [][]string{p.Sandbox.ReadOnly, p.Sandbox.ReadWrite} {
+			for j, path := range list {
+				if path != "" {
+					list[j] = c.ResolvePath(path)
+				}
+			}
+		}
 		if len(p.Settings) == 0 {
 			p.Settings = nil
 		}

@@ -34,11 +34,34 @@ type PluginEntry struct {
 	// (when its manifest asks for them). Nothing else of the server's
 	// environment reaches the plugin.
 	Env []string `yaml:"env,omitempty"`
+	// Sandbox confines a process plugin's files (Linux, Landlock).
+	Sandbox PluginSandbox `yaml:"sandbox,omitempty"`
 
 	// AbsPath is Path resolved against the config directory (set by
 	// ApplyDefaults; "" for built-ins).
 	AbsPath string `yaml:"-"`
 }
+
+// PluginSandbox confines a process plugin on Linux kernels with Landlock:
+// it may read and execute the system's programs and libraries, its own
+// directory and the installation of its program (a bin/ or shims/
+// directory's parent), read and write its state directory, use /dev — and
+// reach nothing else on the file system: not hookroom's database,
+// configuration or credentials, not other plugins' state, not /proc or
+// /tmp (TMPDIR points into its state directory). The zero value is the
+// default: confined where the kernel supports it.
+type PluginSandbox struct {
+	// Enabled turns the sandbox off when false. nil means on.
+	Enabled *bool `yaml:"enabled,omitempty"`
+	// ReadOnly adds paths the plugin may read and execute (relative to
+	// the config directory), e.g. a runtime installed elsewhere or /proc.
+	ReadOnly []string `yaml:"read_only,omitempty"`
+	// ReadWrite adds paths the plugin may also write.
+	ReadWrite []string `yaml:"read_write,omitempty"`
+}
+
+// IsEnabled reports whether the sandbox is on (Enabled nil or true).
+func (s PluginSandbox) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
 
 // IsEnabled reports whether the plugin is enabled (Enabled nil or true).
 func (p PluginEntry) IsEnabled() bool { return p.Enabled == nil || *p.Enabled }

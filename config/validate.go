@@ -392,6 +392,20 @@ func (v *validator) plugins() {
 				v.errorf(joinIndex(joinKey(p, "env"), j), "%q is not an environment variable name", name)
 			}
 		}
+		sb := joinKey(p, "sandbox")
+		if e.Builtin != "" && (e.Sandbox.Enabled != nil || len(e.Sandbox.ReadOnly)+len(e.Sandbox.ReadWrite) > 0) {
+			v.errorf(sb, "built-in plugins run inside hookroom and have no sandbox; sandbox applies to process plugins")
+		}
+		for _, l := range []struct {
+			key   string
+			paths []string
+		}{{"read_only", e.Sandbox.ReadOnly}, {"read_write", e.Sandbox.ReadWrite}} {
+			for j, path := range l.paths {
+				if path == "" {
+					v.errorf(joinIndex(joinKey(sb, l.key), j), "must not be empty")
+				}
+			}
+		}
 	}
 }
 

@@ -63,6 +63,14 @@ func TestValidation(t *testing.T) {
 		yaml: "plugins:\n  - builtin: p\n    hooks:\n      h: {failure_policy: fail}\n",
 		want: []string{`config.yaml:6: plugins[0].hooks.h.failure_policy: must be "open" or "closed", not "fail"`},
 	}, {
+		name: "sandbox on a built-in",
+		yaml: "plugins:\n  - builtin: p\n    sandbox: {enabled: false}\n",
+		want: []string{`config.yaml:5: plugins[0].sandbox: built-in plugins run inside hookroom and have no sandbox; sandbox applies to process plugins`},
+	}, {
+		name: "empty sandbox path",
+		yaml: "plugins:\n  - path: ./p\n    sandbox:\n      read_write: [/srv, \"\"]\n",
+		want: []string{`config.yaml:6: plugins[0].sandbox.read_write[1]: must not be empty`},
+	}, {
 		name: "zero timeout",
 		yaml: "plugins:\n  - builtin: p\n    hooks:\n      h:\n        timeout_ms: 0\n",
 		want: []string{`config.yaml:7: plugins[0].hooks.h.timeout_ms: must be positive, not 0`},

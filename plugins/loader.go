@@ -24,6 +24,7 @@ import (
 
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/sandbox"
 )
 
 // Kind says which tier a plugin runs in.
@@ -58,6 +59,9 @@ type ProcessSpec struct {
 	// Overrides are config.yaml's per-hook overrides (only those naming a
 	// hook the plugin declares are applied by the registry).
 	Overrides map[string]hooks.Override
+	// Sandbox confines the process (nil: unconfined; the entry's
+	// sandbox.enabled is false).
+	Sandbox *sandbox.Policy
 }
 
 // StartFunc starts a process plugin: the process is running and has
@@ -316,7 +320,15 @@ func (l *Loader) resolve(cfg *config.Config, i int, e config.PluginEntry) (*load
 			Name: p.name, Dir: p.dir, Command: cmd, Env: env, StateDir: state,
 			Settings: settings, Overrides: p.overrides,
 		}
-		fp.Command, fp.Env, fp.Files, fp.Overrides = cmd, env, files, p.overrides
+		if e.Sandbox.IsEnabled() && len(cmd) > 0 {
+			program := cmd[0]
+			if lp, err := exec.LookPath(program); err == nil {
+				program = lp
+			}
+			policy := sandbox.ForProgram(program, p.dir, state, e.Sandbox.ReadOnly, e.Sandbox.ReadWrite)
+			p.spec.Sandbox = &policy
+		}
+		fp.Command, fp.Env, fp.Files, fp.Overrides, fp.Sandbox = cmd, env, files, p.overrides, p.spec.Sandbox
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -479,6 +491,7 @@ type fingerprint struct {
 	Settings  json.RawMessage
 	StateDir  string
 	Overrides map[string]hooks.Override
+	Sandbox   *sandbox.Policy
 }
 
 func (f fingerprint) sum() string {

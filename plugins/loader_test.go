@@ -13,6 +13,7 @@ import (
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/hooks/hooktest"
 	"github.com/hookroom/hookroom/plugins"
+	"github.com/hookroom/hookroom/sandbox"
 )
 
 func TestLoadErrors(t *testing.T) {
@@ -370,6 +371,9 @@ plugins:
 		Env:      []string{"PATH=/opt/bin:/usr/bin", "HOME=" + state, "LANG=de_DE.UTF-8", "GEO_KEY=k-123"},
 		StateDir: state,
 	}
+	// Confined by default: its directory, its program's, its state.
+	policy := sandbox.ForProgram("/bin/sh", p.root+"/plugins/geo", state, nil, nil)
+	want.Sandbox = &policy
 	spec.Overrides, spec.Settings = nil, hooks.Settings{}
 	if !reflect.DeepEqual(spec, want) {
 		t.Errorf("spec:\n%+v\nwant:\n%+v", spec, want)
@@ -452,5 +456,46 @@ func TestToolPanicIsAnError(t *testing.T) {
 	var pe *hooks.PanicError
 	if !errors.As(err, &pe) || pe.Value != "kaboom" {
 		t.Fatalf("Call = %v, want a *hooks.PanicError", err)
+	}
+}
+
+// The sandbox entry of a process plugin: off, or with the operator's
+// additions resolved against the config directory.
+func TestProcessSandboxConfig(t *testing.T) {
+	p := newProject(t)
+	p.file("plugins/geo/hookroom-plugin.json", `{"name":"geo","version":"1","api_version":1,"command":["/bin/sh"]}`)
+	p.file("plugins/free/hookroom-plugin.json", `{"name":"free","version":"1","api_version":1,"command":["/bin/sh"]}`)
+	src := `matrix:
+  homeserver: http://localhost:8008
+data_dir: ./state
+plugins:
+  - path: ./plugins/geo
+    sandbox:
+      read_only: [./models, /proc]
+      read_write: [/srv/cache]
+  - path: ./plugins/free
+    sandbox: {enabled: false}
+`
+	cfg, err := parseWithEnv(p, src, map[string]string{"PATH": "/usr/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := newFakeProcs()
+	l := plugins.Loader{StartProcess: procs.start, LookupEnv: fakeLookup(map[string]string{"PATH": "/usr/bin"})}
+	set, err := l.Load(hooktest.Context(t), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	geo := procs.lastSpec("geo").Sandbox
+	if geo == nil {
+		t.Fatal("geo is not confined")
+	}
+	if !slices.Contains(geo.ReadOnly, p.root+"/models") || !slices.Contains(geo.ReadOnly, "/proc") ||
+		!slices.Contains(geo.ReadWrite, "/srv/cache") || !slices.Contains(geo.ReadWrite, p.root+"/state/plugins/geo") {
+		t.Errorf("geo's sandbox = %+v", geo)
+	}
+	if free := procs.lastSpec("free").Sandbox; free != nil {
+		t.Errorf("free has sandbox %+v despite enabled: false", free)
 	}
 }

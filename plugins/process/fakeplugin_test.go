@@ -123,6 +123,8 @@ func fakeServe(ctx context.Context, conn *jsonrpc.Conn, mode string, req *jsonrp
 				{Name: "echo", Description: "returns its arguments", Parameters: json.RawMessage(`{"type":"object"}`)},
 				{Name: "emit_tool", Description: "emits test:emitted"},
 				{Name: "env", Description: "reports the environment and working directory"},
+				{Name: "read", Description: `reads {"path": …} and answers "ok" or the error`},
+				{Name: "write", Description: `writes {"path": …} and answers "ok" or the error`},
 			},
 		}, nil
 	case protocol.MethodShutdown:
@@ -151,6 +153,21 @@ func fakeServe(ctx context.Context, conn *jsonrpc.Conn, mode string, req *jsonrp
 				return nil, jsonrpc.Errorf(protocol.CodeHookFailed, "emit: %v", err)
 			}
 			return protocol.ToolCallResult{Content: "emitted"}, nil
+		case "read", "write":
+			var a struct{ Path string }
+			if err := json.Unmarshal(p.Arguments, &a); err != nil {
+				return nil, err
+			}
+			var err error
+			if p.Tool == "read" {
+				_, err = os.ReadFile(a.Path)
+			} else {
+				err = os.WriteFile(a.Path, []byte("x"), 0o600)
+			}
+			if err != nil {
+				return protocol.ToolCallResult{Content: err.Error()}, nil
+			}
+			return protocol.ToolCallResult{Content: "ok"}, nil
 		case "env":
 			wd, _ := os.Getwd()
 			out, _ := json.Marshal(map[string]any{"env": os.Environ(), "wd": wd})

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
 	"github.com/hookroom/hookroom/plugins/process/protocol"
+	"github.com/hookroom/hookroom/sandbox"
 )
 
 // instance is one run of the plugin's process.
@@ -73,6 +75,30 @@ func (p *Plugin) argv() ([]string, error) {
 	return argv, nil
 }
 
+// start starts cmd, confined by the spec's sandbox when there is one.
+// Confined, the process gets TMPDIR=<state dir>/tmp (created), since /tmp
+// is out of its reach. Without Landlock it runs unconfined, and the first
+// such start logs a warning.
+func (p *Plugin) start(cmd *exec.Cmd) error {
+	if p.spec.Sandbox == nil {
+		return cmd.Start()
+	}
+	if sandbox.Available() == 0 {
+		if p.sandboxWarned.CompareAndSwap(false, true) {
+			p.log.Warn().Msg("This kernel has no Landlock: the plugin runs without its sandbox and can read every file hookroom's user can")
+		}
+		return cmd.Start()
+	}
+	if !slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }) {
+		tmp := filepath.Join(p.spec.StateDir, "tmp")
+		if err := os.MkdirAll(tmp, 0o700); err != nil {
+			return fmt.Errorf("failed to create the plugin's temporary directory: %w", err)
+		}
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	}
+	return p.spec.Sandbox.Start(cmd)
+}
+
 // spawn starts a process and runs the initialize handshake. On error
 // nothing of the attempt keeps running.
 func (p *Plugin) spawn(ctx context.Context) (*instance, *protocol.InitializeResult, error) {
@@ -109,7 +135,7 @@ func (p *Plugin) spawn(ctx context.Context) (*instance, *protocol.InitializeResu
 		return fail("failed to create pipes: %v", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	if err := p.start(cmd); err != nil {
 		closeAll()
 		return fail("failed to run %s: %v", p.describeCommand(), err)
 	}

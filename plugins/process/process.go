@@ -20,6 +20,7 @@ import (
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
 	"github.com/hookroom/hookroom/plugins/process/protocol"
+	"github.com/hookroom/hookroom/sandbox"
 )
 
 // Errors a hook or tool of a process plugin fails with; check with errors.Is.
@@ -64,6 +65,10 @@ type Spec struct {
 	Overrides map[string]hooks.Override
 	// Supervision tunes restarts and the watchdog (zero: defaults).
 	Supervision Supervision
+	// Sandbox, when set, confines the process (package sandbox: Landlock
+	// on Linux). On a kernel without Landlock the process runs unconfined
+	// and a warning says so once per plugin.
+	Sandbox *sandbox.Policy
 	// Trace, when set, receives every protocol line in both directions,
 	// each prefixed with "--> " (host to plugin) or "<-- " (plugin to
 	// host): a debugging aid, like an LSP trace. Writes are serialized.
@@ -201,8 +206,10 @@ type Plugin struct {
 
 	wg      sync.WaitGroup // every goroutine of the plugin and its instances
 	nextInv atomic.Uint64
-	invMu   sync.Mutex
-	invs    map[uint64]*invocation
+	// sandboxWarned: the missing-Landlock warning was logged.
+	sandboxWarned atomic.Bool
+	invMu         sync.Mutex
+	invs          map[uint64]*invocation
 
 	stderrLimit *rateLimiter
 	spawned     []int // pids, for tests

@@ -187,7 +187,7 @@ func TestRoundTripEveryMode(t *testing.T) {
 	})
 	t.Run("tools", func(t *testing.T) {
 		tools := p.Tools()
-		if len(tools) != 3 || tools[0].Name != "echo" || string(tools[0].Parameters) != `{"type":"object"}` {
+		if len(tools) != 5 || tools[0].Name != "echo" || string(tools[0].Parameters) != `{"type":"object"}` {
 			t.Fatalf("tools = %+v", tools)
 		}
 		out, err := p.CallTool(ctx, "echo", process.ToolCallRequest{Arguments: json.RawMessage(`{"x":1}`)})
