@@ -66,6 +66,9 @@ type Config struct {
 	// envValues maps each value ${VAR} substitution produced to the text it
 	// was written as; Errorf masks them.
 	envValues map[string]string
+	// masker masks envValues in messages (nil: nothing to mask); built
+	// once by Parse, immutable, shared by clones.
+	masker *strings.Replacer
 }
 
 // DatabaseType names an SQL database engine.
@@ -435,7 +438,7 @@ func (c *Config) Line(path string) int {
 // of the configuration (an unknown hook name in an override, a plugin whose
 // manifest is missing). Never pass secret values as arguments.
 func (c *Config) Errorf(path, format string, args ...any) *Error {
-	return &Error{File: c.fileName(), Line: c.Line(path), Path: path, Msg: maskEnv(fmt.Sprintf(format, args...), c.envValues)}
+	return &Error{File: c.fileName(), Line: c.Line(path), Path: path, Msg: maskEnv(fmt.Sprintf(format, args...), c.masker)}
 }
 
 func (c *Config) fileName() string {
