@@ -154,14 +154,21 @@ func (m *Manager) initCrypto(ctx context.Context, cli *mautrix.Client, password 
 // new device.
 var errDeviceReset = errors.New("the device's encryption keys are gone from the homeserver")
 
+// errDeviceKeysForeign is returned by initCrypto when the homeserver has
+// encryption keys for cli's device but store holds no identity for it: the
+// device was set up by another client (or by hookroom with a database that
+// is gone). New keys for it would be refused.
+var errDeviceKeysForeign = errors.New("the device has encryption keys this database does not hold")
+
 // checkDeviceKeys returns errDeviceReset when store holds an identity that
-// was uploaded for cli's device but the homeserver no longer has it.
+// was uploaded for cli's device but the homeserver no longer has it, and
+// errDeviceKeysForeign when store holds none but the homeserver has keys.
 func (m *Manager) checkDeviceKeys(ctx context.Context, cli *mautrix.Client, store *crypto.SQLCryptoStore) error {
 	acc, err := store.GetAccount(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to load the encryption identity of %s: %w", cli.UserID, err)
 	}
-	if acc == nil || !acc.Shared {
+	if acc != nil && !acc.Shared {
 		return nil
 	}
 	var resp *mautrix.RespQueryKeys
@@ -174,7 +181,12 @@ func (m *Manager) checkDeviceKeys(ctx context.Context, cli *mautrix.Client, stor
 	if err != nil {
 		return fmt.Errorf("failed to query the device keys of %s: %w", cli.UserID, err)
 	}
-	if dev, ok := resp.DeviceKeys[cli.UserID][cli.DeviceID]; !ok || len(dev.Keys) == 0 {
+	dev, ok := resp.DeviceKeys[cli.UserID][cli.DeviceID]
+	hasKeys := ok && len(dev.Keys) > 0
+	switch {
+	case acc == nil && hasKeys:
+		return errDeviceKeysForeign
+	case acc != nil && !hasKeys:
 		return errDeviceReset
 	}
 	return nil
