@@ -664,4 +664,3 @@ func (a *Account) cryptoHelper() *cryptohelper.CryptoHelper {
 func (a *Account) do(ctx context.Context, op string, mode retryMode, fn func(context.Context) error) error {
 	return a.m.retry.do(ctx, op, mode, fn)
 }
-
