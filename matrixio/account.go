@@ -209,7 +209,7 @@ func (m *Manager) EnsureAccount(ctx context.Context, spec AccountSpec) (*Account
 	acct.client = cli
 	acct.helper = helper
 	acct.mu.Unlock()
-	if err := acct.SetProfile(ctx, Profile{DisplayName: spec.DisplayName, Avatar: spec.Avatar}); err != nil {
+	if err := acct.setProfile(ctx, Profile{DisplayName: spec.DisplayName, Avatar: spec.Avatar}); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()

@@ -139,7 +139,10 @@ func (m *Manager) initCrypto(ctx context.Context, cli *mautrix.Client, password 
 	cli.Crypto = helper // SendMessageEvent encrypts through it
 	mach := helper.Machine()
 	mach.SendKeysMinTrust = m.cfg.Encryption.ShareKeysWith.minTrust()
-	if err := m.ensureCrossSigning(ctx, mach, cli, password); err != nil {
+	if err := m.ensureCrossSigning(ctx, mach, cli, password); errors.Is(err, errNoPassword) {
+		// An account configured by access token alone: expected.
+		log.Info().Msg("Cross-signing is not set up: no password is configured for the account; the device works but clients show it as not verified by its owner")
+	} else if err != nil {
 		// Encryption works without it; clients only show the device as
 		// not verified by its owner.
 		log.Warn().Err(err).Msg("Failed to set up cross-signing; the device works but is not signed by its owner")
@@ -192,6 +195,10 @@ func (m *Manager) checkDeviceKeys(ctx context.Context, cli *mautrix.Client, stor
 	return nil
 }
 
+// errNoPassword is returned by ensureCrossSigning when cross-signing keys
+// would have to be published but no password is known for the account.
+var errNoPassword = errors.New("no password is known for the account, which publishing cross-signing keys requires")
+
 // ensureCrossSigning makes sure the account has cross-signing keys whose
 // private parts hookroom holds, and that the current device is signed with
 // them. The first run publishes new keys (user-interactive auth with the
@@ -207,7 +214,7 @@ func (m *Manager) ensureCrossSigning(ctx context.Context, mach *crypto.OlmMachin
 		}
 	} else {
 		if password == "" {
-			return errors.New("no password is known for the account, which publishing cross-signing keys requires")
+			return errNoPassword
 		}
 		keys, err := mach.GenerateCrossSigningKeys()
 		if err != nil {

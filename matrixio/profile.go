@@ -52,6 +52,12 @@ type avatarRecord struct {
 // changing only what differs. EnsureAccount calls it with the spec's
 // profile; call it again when the configuration changes.
 func (a *Account) SetProfile(ctx context.Context, p Profile) error {
+	ctx = zerolog.Ctx(ctx).With().Stringer("user_id", a.userID).Logger().WithContext(ctx)
+	return a.setProfile(ctx, p)
+}
+
+// setProfile is SetProfile with a logger that names the account already.
+func (a *Account) setProfile(ctx context.Context, p Profile) error {
 	if err := a.ensureDisplayName(ctx, p.DisplayName); err != nil {
 		return err
 	}
@@ -91,7 +97,7 @@ func (a *Account) ensureDisplayName(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("failed to set display name of %s: %w", a.userID, err)
 	}
-	zerolog.Ctx(ctx).Info().Stringer("user_id", a.userID).Msg("Set display name")
+	zerolog.Ctx(ctx).Info().Msg("Set display name")
 	return nil
 }
 
@@ -126,7 +132,7 @@ func (a *Account) ensureAvatar(ctx context.Context, av Avatar) error {
 	if err != nil {
 		return fmt.Errorf("failed to set avatar of %s: %w", a.userID, err)
 	}
-	zerolog.Ctx(ctx).Info().Stringer("user_id", a.userID).Stringer("avatar", target).Msg("Set avatar")
+	zerolog.Ctx(ctx).Info().Stringer("avatar", target).Msg("Set avatar")
 	return nil
 }
 
@@ -167,7 +173,7 @@ func (a *Account) uploadAvatar(ctx context.Context, av Avatar) (id.ContentURI, e
 	if err != nil {
 		return id.ContentURI{}, fmt.Errorf("failed to save the avatar record of %s: %w", a.userID, err)
 	}
-	zerolog.Ctx(ctx).Info().Stringer("user_id", a.userID).Stringer("avatar", resp.ContentURI).Msg("Uploaded avatar")
+	zerolog.Ctx(ctx).Info().Stringer("avatar", resp.ContentURI).Msg("Uploaded avatar")
 	return resp.ContentURI, nil
 }
 
