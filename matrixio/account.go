@@ -152,13 +152,18 @@ func (m *Manager) Close() {
 // wrapping mautrix.MUnknownToken (the token was revoked): the account logs
 // in anew, on the same device, and Run can be started again.
 //
-// In order, it: reuses the stored access token if whoami still accepts it;
-// else logs in with the configured or stored password, asking for the
-// stored device id so the device (and with it the transaction-id scope)
-// survives restarts; else creates the account with the configured
-// registration method and a generated random password, which is stored
-// before the account is created. Finally it sets the display name if it
-// differs. Credentials are persisted; they are never logged.
+// In order, it: uses spec.AccessToken if whoami accepts it for the
+// account (on the device whoami names, else spec.DeviceID); reuses the
+// stored access token if whoami still accepts it; else logs in with the
+// configured or stored password, asking for the stored device id so the
+// device (and with it the transaction-id scope) survives restarts; else,
+// unless the spec configures a token or password (then the error wraps
+// ErrTokenRejected or the login's error), creates the account with the
+// configured registration method and a generated random password, which
+// is stored before the account is created. A configured token whose device
+// has keys this database does not hold fails with ErrDeviceKeysUnknown.
+// Finally it sets the display name and avatar if they differ. Credentials
+// are persisted; they are never logged.
 func (m *Manager) EnsureAccount(ctx context.Context, spec AccountSpec) (*Account, error) {
 	if spec.Localpart == "" && spec.UserID == "" {
 		return nil, fmt.Errorf("%w: account localpart is empty", ErrInvalidConfig)
