@@ -32,6 +32,8 @@ type accountEnv struct {
 	router, helper *hstest.User
 	env            map[string]string // the ${VAR} environment of config.yaml
 	logs           logBuffer
+	// rooms is the rooms section of config.yaml; default: e.room by id.
+	rooms string
 }
 
 func newAccountEnv(t *testing.T) *accountEnv {
@@ -53,6 +55,7 @@ func newAccountEnv(t *testing.T) *accountEnv {
 		},
 	}
 	e.testEnv.logs = &e.logs
+	e.rooms = fmt.Sprintf("  main:\n    id: %q\n", e.room)
 	return e
 }
 
@@ -78,16 +81,14 @@ models:
     base_url: %s
     model: agent-model
 rooms:
-  main:
-    id: "%s"
-authorization:
+%sauthorization:
   global_users: ["%s"]
 agents:
   helper:
     rooms: [main]
 %s    account:
 %s
-`, e.hs.URL, e.hs.ServerName, routerAccount, e.llm.URL, e.room, e.person.UserID, helperExtra, helperAccount)
+`, e.hs.URL, e.hs.ServerName, routerAccount, e.llm.URL, e.rooms, e.person.UserID, helperExtra, helperAccount)
 	e.yaml = filepath.Join(e.dir, "config.yaml")
 	if err := os.WriteFile(e.yaml, []byte(text), 0o600); err != nil {
 		e.t.Fatal(err)
@@ -187,6 +188,41 @@ func TestPasswordAccountsSurviveLostDatabase(t *testing.T) {
 	n := len(e.terminal)
 	e.mu.Unlock()
 	e.ask(n+1, "After the loss")
+	e.assertNoSecretsLogged()
+}
+
+// TestPasswordAccountsSurviveLostDatabaseEncrypted is the same in a room
+// hookroom created encrypted, with a person on an independent encrypting
+// client (matrix-nio): after the loss the agent reads the person's new
+// messages with its new device's keys and its answer decrypts.
+func TestPasswordAccountsSurviveLostDatabaseEncrypted(t *testing.T) {
+	e := newAccountEnv(t)
+	e.rooms = fmt.Sprintf("  main:\n    alias: %s\n    invite: [%q]\n", e.localpart("secret"), e.person.UserID)
+	cfg := e.write(accountYAML(e.router, "password: ${ROUTER_PASSWORD}"), accountYAML(e.helper, "password: ${HELPER_PASSWORD}"), "")
+	e.bot = e.start(cfg, e.rec, e.opts)
+	room := e.bot.bot.w().rooms["main"]
+	phone := e.joinEncrypted(t, hstest.Nio, e.person, room)
+	ask := func(answer string) {
+		t.Helper()
+		e.llm.Script(llmtest.Text(answer))
+		q := phone.SendText(t, room, "@helper "+answer+"?")
+		got := phone.WaitMessage(t, room, hstest.Match{Sender: e.helper.UserID, Contains: answer, ThreadRoot: q})
+		if !got.Encrypted || got.Undecryptable {
+			t.Errorf("reply %q encrypted=%v undecryptable=%v, want an encrypted reply that decrypts", answer, got.Encrypted, got.Undecryptable)
+		}
+	}
+	ask("Encrypted before the loss")
+	e.bot.stop(t)
+
+	if err := os.RemoveAll(filepath.Join(e.dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	e.bot = e.start(cfg, e.rec, e.opts)
+	helper := e.bot.bot.w().agents["helper"]
+	// The person's client learns of the new device from its sync before it
+	// shares its room key, as with any new device.
+	phone.WaitDevice(t, e.helper.UserID, helper.DeviceID())
+	ask("Encrypted after the loss")
 	e.assertNoSecretsLogged()
 }
 

@@ -51,9 +51,6 @@ type AccountSpec struct {
 	Password string
 }
 
-// configured reports whether spec names an existing account: then
-// hookroom never registers it.
-func (spec AccountSpec) configured() bool { return spec.AccessToken != "" || spec.Password != "" }
 
 var (
 	// ErrNoRegistration is returned by EnsureAccount when an account has no
