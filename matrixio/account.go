@@ -51,7 +51,6 @@ type AccountSpec struct {
 	Password string
 }
 
-
 var (
 	// ErrNoRegistration is returned by EnsureAccount when an account has no
 	// usable credentials and Config.Registration offers no way to create it.
