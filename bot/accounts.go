@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,6 +50,30 @@ func accountSpec(cfg *config.Config, path, username, displayName, avatar string,
 	}
 	spec.Avatar = av
 	return spec, nil
+}
+
+// checkAccounts reads every configured avatar file, as start-up and reload
+// will, and reports the problems (hookroom check).
+func checkAccounts(cfg *config.Config) error {
+	var errs config.ErrorList
+	add := func(err error) {
+		var e *config.Error
+		if errors.As(err, &e) {
+			errs = append(errs, e)
+		}
+	}
+	if _, err := routerSpec(cfg); err != nil {
+		add(err)
+	}
+	for _, name := range cfg.AgentNames() {
+		if _, err := agentSpec(cfg, name); err != nil {
+			add(err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
 }
 
 // profileOf is the profile part of spec.
