@@ -1,7 +1,9 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -171,13 +173,38 @@ func isMergeKey(n *yaml.Node) bool {
 // unrelated text.
 const minMaskedLen = 4
 
-// maskEnv replaces in msg every value that came from the environment (as
-// written, or quoted as %q prints it) with the ${VAR} text it was written
-// as, so no configuration message shows what ${VAR} held.
-func maskEnv(msg string, values map[string]string) string {
-	for value, written := range values {
-		msg = strings.ReplaceAll(msg, strconv.Quote(value), strconv.Quote(written))
-		msg = strings.ReplaceAll(msg, value, written)
+// newEnvMasker returns a replacer that replaces in a message every value
+// that came from the environment (as written, or quoted as %q prints it)
+// with the ${VAR} text it was written as, so no configuration message shows
+// what ${VAR} held; nil when there is nothing to mask. It is built once per
+// configuration: one pass over a message costs the same however many
+// values there are (replacing them one by one made a file with thousands
+// of ${VAR} values and as many errors quadratic).
+func newEnvMasker(values map[string]string) *strings.Replacer {
+	if len(values) == 0 {
+		return nil
 	}
-	return msg
+	type pair struct{ old, new string }
+	pairs := make([]pair, 0, 2*len(values))
+	for value, written := range values {
+		pairs = append(pairs, pair{strconv.Quote(value), strconv.Quote(written)}, pair{value, written})
+	}
+	// At one position the replacer takes the first matching pair: longer
+	// values first, so a value that contains another is masked whole.
+	slices.SortFunc(pairs, func(a, b pair) int {
+		return cmp.Or(cmp.Compare(len(b.old), len(a.old)), strings.Compare(a.old, b.old))
+	})
+	args := make([]string, 0, 2*len(pairs))
+	for _, p := range pairs {
+		args = append(args, p.old, p.new)
+	}
+	return strings.NewReplacer(args...)
+}
+
+// maskEnv masks msg with m (see newEnvMasker); a nil m leaves it alone.
+func maskEnv(msg string, m *strings.Replacer) string {
+	if m == nil {
+		return msg
+	}
+	return m.Replace(msg)
 }
