@@ -140,6 +140,7 @@ func TestSecretsStayOutOfLogsRoomsAndCLI(t *testing.T) {
 		"HR_BAD_TYPE":     secretValue(t, "hrtype"),
 		"HR_BAD_ENUM":     secretValue(t, "hrenum"),
 		"HR_BAD_USER":     `"` + secretValue(t, "hruser") + `"`,
+		"HR_DB_PASSWORD":  secretValue(t, "hrdbpw"),
 	}
 	for k, v := range secrets {
 		t.Setenv(k, v)
@@ -224,6 +225,11 @@ plugins:
 	t.Cleanup(func() { r.stop(t) })
 	e.bot = r
 	e.waitLog("account caught up", 3)
+	// The accounts' access tokens are secrets too.
+	secrets["router access token"] = b.router.Client().AccessToken
+	for name, a := range b.w().agents {
+		secrets[string(name)+" access token"] = a.Client().AccessToken
+	}
 
 	// A model that refuses the key and echoes it, in the body and in a
 	// header.
@@ -269,6 +275,10 @@ plugins:
 		"HR_API_KEY holds one of hookroom's own secrets",
 		"plugin \\\"spy\\\" asks for environment variable HR_API_KEY",
 		"the server answered HTTP 401",
+		// The plugin's attempts, masked.
+		"spy stderr: token [REDACTED] env [REDACTED]",
+		"spy log: token [REDACTED]",
+		"spy failed: token [REDACTED] env [REDACTED]",
 		"could not talk to the model server",
 	} {
 		if !strings.Contains(logs, want) {
@@ -311,6 +321,10 @@ plugins:
 	writeFile(t, leakyPath, head+leakyEnv)
 	goodPath := filepath.Join(e.dir, "good.yaml")
 	writeFile(t, goodPath, head+good)
+	// A database that cannot be reached, with a password in its URI.
+	dbPath := filepath.Join(e.dir, "db.yaml")
+	writeFile(t, dbPath, strings.Replace(head, "data_dir: ./data\n", fmt.Sprintf(
+		"data_dir: ./data-db\ndatabase:\n  type: postgres\n  uri: postgres://hookroom:${HR_DB_PASSWORD}@127.0.0.1:%d/hookroom?sslmode=disable\n", closedPort(t)), 1)+good)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -326,6 +340,7 @@ plugins:
 		{[]string{"hooks", "--config", brokenPath}, 1, "${HR_BAD_USER}"},
 		{[]string{"run", "--config", brokenPath}, 1, "${HR_BAD_TYPE}"},
 		{[]string{"check", "--config", leakyPath}, 1, "HR_API_KEY holds one of hookroom's own secrets"},
+		{[]string{"run", "--config", dbPath}, 1, "failed to open postgres database"},
 	} {
 		code, stdout, stderr := runCLI(tc.args...)
 		name := "hookroom " + strings.Join(tc.args, " ")

@@ -1,8 +1,11 @@
 """A test plugin that writes down what hookroom hands it: its environment
 (environ.json) and the context of every hook call (contexts.jsonl), both in
-its state directory (its working directory)."""
+its state directory (its working directory). On every message it also
+tries to get its secrets into hookroom's log: on stderr, through its
+logger and in the error its hook fails with."""
 import json
 import os
+import sys
 
 # The test copies plugins/sdk/python/hookroom_plugin.py next to this file.
 from hookroom_plugin import hook, run
@@ -19,6 +22,11 @@ def record(ctx):
 @hook("message:received")
 async def received(ctx):
     record(ctx)
+    token = ctx.settings.get("api_token", "")
+    env = os.environ.get("HR_PLUGIN_ENV", "")
+    print(f"spy stderr: token {token} env {env}", file=sys.stderr, flush=True)
+    ctx.logger.info(f"spy log: token {token}", token=token, nested={"env": env})
+    raise RuntimeError(f"spy failed: token {token} env {env}")
 
 
 @hook("message:enrich")
