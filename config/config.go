@@ -63,9 +63,10 @@ type Config struct {
 	lines map[string]int
 	// fromEnv holds the key paths of values that came from ${VAR} substitution.
 	fromEnv map[string]bool
-	// envValues maps each value ${VAR} substitution produced to the text it
-	// was written as; Errorf masks them.
-	envValues map[string]string
+	// envValues are the values ${VAR} substitution produced (whole scalars
+	// and each variable's value), longest first, with the text they were
+	// written as; Errorf masks them.
+	envValues []envValue
 }
 
 // DatabaseType names an SQL database engine.

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,7 +68,15 @@ func (s *substituter) scalar(n *yaml.Node, path string) {
 	if !strings.Contains(n.Value, "$") || n.ShortTag() != "!!str" {
 		return
 	}
-	out, used, missing, err := expandEnv(n.Value, s.lookup)
+	out, used, missing, err := expandEnv(n.Value, s.lookup, func(name, val string) {
+		// Each variable's value on its own too: a message may show part
+		// of the substituted text (a path cleaned, a URL's host).
+		if len(val) >= minMaskedLen {
+			if _, ok := s.envValues[val]; !ok {
+				s.envValues[val] = "${" + name + "}"
+			}
+		}
+	})
 	for _, name := range missing {
 		s.errs = append(s.errs, &Error{
 			File: s.file, Line: n.Line, Path: path,
@@ -104,8 +114,9 @@ func (s *substituter) scalar(n *yaml.Node, path string) {
 // expandEnv substitutes the references in s. used reports whether the
 // environment supplied any of the text (a default written in the file does not
 // count); missing lists variables that are unset and have no default (each is
-// replaced by "").
-func expandEnv(s string, lookup func(string) (string, bool)) (out string, used bool, missing []string, err error) {
+// replaced by ""). seen, when set, is called with each variable the
+// environment supplied and its value.
+func expandEnv(s string, lookup func(string) (string, bool), seen func(name, val string)) (out string, used bool, missing []string, err error) {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -142,6 +153,9 @@ func expandEnv(s string, lookup func(string) (string, bool)) (out string, used b
 			missing = append(missing, name)
 		default:
 			used = used || val != ""
+			if seen != nil && val != "" {
+				seen(name, val)
+			}
 		}
 		b.WriteString(val)
 	}
@@ -174,10 +188,28 @@ const minMaskedLen = 4
 // maskEnv replaces in msg every value that came from the environment (as
 // written, or quoted as %q prints it) with the ${VAR} text it was written
 // as, so no configuration message shows what ${VAR} held.
-func maskEnv(msg string, values map[string]string) string {
-	for value, written := range values {
-		msg = strings.ReplaceAll(msg, strconv.Quote(value), strconv.Quote(written))
-		msg = strings.ReplaceAll(msg, value, written)
+func maskEnv(msg string, values []envValue) string {
+	for _, v := range values {
+		msg = strings.ReplaceAll(msg, strconv.Quote(v.value), strconv.Quote(v.written))
+		msg = strings.ReplaceAll(msg, v.value, v.written)
 	}
 	return msg
+}
+
+// envValue is a value the environment supplied and the text it was
+// written as.
+type envValue struct{ value, written string }
+
+// sortEnvValues lists values longest first, so that maskEnv shows a whole
+// substituted value as it was written before it masks the variables inside
+// it one by one.
+func sortEnvValues(values map[string]string) []envValue {
+	out := make([]envValue, 0, len(values))
+	for v, w := range values {
+		out = append(out, envValue{v, w})
+	}
+	slices.SortFunc(out, func(a, b envValue) int {
+		return cmp.Or(len(b.value)-len(a.value), strings.Compare(a.value, b.value))
+	})
+	return out
 }

@@ -100,7 +100,7 @@ func Parse(data []byte, filename string, opts ...Option) (*Config, error) {
 			d.decode(root, reflect.ValueOf(c).Elem(), "")
 		}
 	}
-	c.lines, c.fromEnv, c.envValues = d.lines, s.fromEnv, s.envValues
+	c.lines, c.fromEnv, c.envValues = d.lines, s.fromEnv, sortEnvValues(s.envValues)
 
 	c.ApplyDefaults()
 	all := append(s.errs, d.errs...)

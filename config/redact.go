@@ -48,7 +48,7 @@ func (c *Config) Clone() *Config {
 	}
 	n.lines = maps.Clone(c.lines)
 	n.fromEnv = maps.Clone(c.fromEnv)
-	n.envValues = maps.Clone(c.envValues)
+	n.envValues = slices.Clone(c.envValues)
 	return &n
 }
 
