@@ -233,19 +233,24 @@ plugins:
 
 	// A model that refuses the key and echoes it, in the body and in a
 	// header.
-	e.llm.Script(llmtest.Reply{
-		Status: http.StatusUnauthorized,
-		Body: mustJSON(map[string]any{"error": map[string]any{
-			"message": "Incorrect API key provided: " + secrets["HR_API_KEY"] + " (sent as Authorization: Bearer " + secrets["HR_API_KEY"] + ")",
-			"type":    "invalid_request_error", "code": "invalid_api_key",
-		}}),
-		Header: http.Header{"Www-Authenticate": {`Bearer error="invalid_token", key="` + secrets["HR_API_KEY"] + `"`}},
-	})
-	q1 := e.say("@"+e.localpart("helper")+" hello", "")
-	e.waitForSender(q1, e.userID("helper"), "rejected hookroom's credentials")
-	if got := e.llm.LastRequest(t).Header.Get("Authorization"); got != "Bearer "+secrets["HR_API_KEY"] {
-		t.Errorf("the model got Authorization %q, not the key from ${HR_API_KEY}", got)
+	refuseKey := func(text string) {
+		t.Helper()
+		key := os.Getenv("HR_API_KEY")
+		e.llm.Script(llmtest.Reply{
+			Status: http.StatusUnauthorized,
+			Body: mustJSON(map[string]any{"error": map[string]any{
+				"message": "Incorrect API key provided: " + key + " (sent as Authorization: Bearer " + key + ")",
+				"type":    "invalid_request_error", "code": "invalid_api_key",
+			}}),
+			Header: http.Header{"Www-Authenticate": {`Bearer error="invalid_token", key="` + key + `"`}},
+		})
+		q := e.say("@"+e.localpart("helper")+" "+text, "")
+		e.waitForSender(q, e.userID("helper"), "rejected hookroom's credentials")
+		if got := e.llm.LastRequest(t).Header.Get("Authorization"); got != "Bearer "+key {
+			t.Errorf("the model got Authorization %q, not the key from ${HR_API_KEY}", got)
+		}
 	}
+	refuseKey("hello")
 	// A model server that cannot be reached, at a URL with a token in it.
 	q2 := e.say("@"+e.localpart("prober")+" hello", "")
 	e.waitForSender(q2, e.userID("prober"), "could not answer")
@@ -253,6 +258,15 @@ plugins:
 	// !reload-plugins on the good configuration…
 	q3 := e.say("!reload-plugins", "")
 	e.waitForSender(q3, e.userID("router"), "Reloaded in")
+	// A key and a plugin token rotated by a reload: neither the old nor
+	// the new values show.
+	for _, name := range []string{"HR_API_KEY", "HR_PLUGIN_TOKEN"} {
+		secrets[name+" (rotated)"] = secretValue(t, "hrrot")
+		t.Setenv(name, secrets[name+" (rotated)"])
+	}
+	e.rewrite(good)
+	e.waitLog("configuration reloaded", 2) // !reload-plugins was the first
+	refuseKey("hello again")
 	// …a broken edit, picked up by the file watcher…
 	e.rewrite(invalid)
 	e.waitLog("configuration not reloaded", 1)
