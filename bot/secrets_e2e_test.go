@@ -225,10 +225,20 @@ plugins:
 	t.Cleanup(func() { r.stop(t) })
 	e.bot = r
 	e.waitLog("account caught up", 3)
-	// The accounts' access tokens are secrets too.
-	secrets["router access token"] = b.router.Client().AccessToken
-	for name, a := range b.w().agents {
-		secrets[string(name)+" access token"] = a.Client().AccessToken
+	// The accounts' access tokens and passwords are secrets too.
+	rows, err := b.db.Query(t.Context(), `SELECT user_id, access_token, password FROM matrixio_account`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var user, token, password string
+		if err := rows.Scan(&user, &token, &password); err != nil {
+			t.Fatal(err)
+		}
+		secrets[user+" access token"], secrets[user+" password"] = token, password
+	}
+	if err := rows.Err(); err != nil || len(secrets) < 12+6 {
+		t.Fatalf("read the accounts' credentials: %v (%d secrets)", err, len(secrets))
 	}
 
 	// A model that refuses the key and echoes it, in the body and in a
