@@ -34,7 +34,8 @@ func newOpenAI(spec ModelSpec) (*openaiModel, error) {
 	}
 	u, err := url.Parse(spec.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("failed to create openai model %q: base url %q is not an http(s) URL", spec.Model, spec.BaseURL)
+		// Not the URL itself: it may hold a token.
+		return nil, fmt.Errorf("failed to create openai model %q: its base url is not an http(s) URL", spec.Model)
 	}
 	cfg := openai.DefaultConfig(spec.APIKey)
 	cfg.BaseURL = strings.TrimRight(spec.BaseURL, "/")

@@ -444,6 +444,19 @@ func TestModelSpecNeverShowsKey(t *testing.T) {
 	if !strings.Contains(b.String(), `"api_key_set":true`) || spec.ContextWindow != agents.DefaultContextWindow || spec.BaseURL != agents.DefaultBaseURL {
 		t.Errorf("log = %s, spec = %v", b.String(), spec)
 	}
+
+	// A gateway token in the base URL's path or query is not shown either.
+	gw := agents.ModelSpec{Model: "m", BaseURL: "https://gw.example.org/acct-tok123/v1?k=qtok456"}.WithDefaults()
+	b.Reset()
+	l.Info().Object("model", gw).Msg("x")
+	for _, s := range []string{gw.String(), b.String(), sprintf("%+v", gw), sprintf("%#v", gw)} {
+		if strings.Contains(s, "tok123") || strings.Contains(s, "qtok456") {
+			t.Errorf("spec shows its base URL's path or query: %s", s)
+		}
+	}
+	if !strings.Contains(b.String(), `"base_url":"https://gw.example.org/…"`) {
+		t.Errorf("log = %s", b.String())
+	}
 }
 
 func TestOpenAIImageParts(t *testing.T) {
