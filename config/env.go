@@ -68,7 +68,15 @@ func (s *substituter) scalar(n *yaml.Node, path string) {
 	if !strings.Contains(n.Value, "$") || n.ShortTag() != "!!str" {
 		return
 	}
-	out, used, missing, err := expandEnv(n.Value, s.lookup)
+	out, used, missing, err := expandEnv(n.Value, s.lookup, func(name, val string) {
+		// Each variable's value on its own too: a message may show part
+		// of the substituted text (a path cleaned, a URL's host).
+		if len(val) >= minMaskedLen {
+			if _, ok := s.envValues[val]; !ok {
+				s.envValues[val] = "${" + name + "}"
+			}
+		}
+	})
 	for _, name := range missing {
 		s.errs = append(s.errs, &Error{
 			File: s.file, Line: n.Line, Path: path,
@@ -106,8 +114,9 @@ func (s *substituter) scalar(n *yaml.Node, path string) {
 // expandEnv substitutes the references in s. used reports whether the
 // environment supplied any of the text (a default written in the file does not
 // count); missing lists variables that are unset and have no default (each is
-// replaced by "").
-func expandEnv(s string, lookup func(string) (string, bool)) (out string, used bool, missing []string, err error) {
+// replaced by ""). seen, when set, is called with each variable the
+// environment supplied and its value.
+func expandEnv(s string, lookup func(string) (string, bool), seen func(name, val string)) (out string, used bool, missing []string, err error) {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -144,6 +153,9 @@ func expandEnv(s string, lookup func(string) (string, bool)) (out string, used b
 			missing = append(missing, name)
 		default:
 			used = used || val != ""
+			if seen != nil && val != "" {
+				seen(name, val)
+			}
 		}
 		b.WriteString(val)
 	}
@@ -208,3 +220,4 @@ func maskEnv(msg string, m *strings.Replacer) string {
 	}
 	return m.Replace(msg)
 }
+
