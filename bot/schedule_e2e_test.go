@@ -425,3 +425,87 @@ func TestScheduleChecksCreatorAtFireTime(t *testing.T) {
 		t.Errorf("%d scheduled messages, schedule:fired %v: want none for an unauthorized creator", n, sh.firedIDs())
 	}
 }
+
+// An agent creates a schedule with the schedule tool: it is the person's
+// (who asked), in the conversation's thread, and when it fires the message
+// is addressed to that agent (a mention, no router decision).
+func TestAgentScheduleTool(t *testing.T) {
+	var sh scheduleHooks
+	e := newTurnEnv(t, []string{"helper", "other"}, "    tools: [schedule]\n", sh.hooks()...)
+	e.llm.On(llmtest.ModelIs("agent-model"),
+		llmtest.Calls(llmtest.ToolCall("c1", "schedule", `{"when":"in 1 second","message":"check the oven"}`)),
+		llmtest.Text("I will remind you."),
+		llmtest.Text("Oven checked."),
+	)
+	q := e.say("@"+e.localpart("helper")+" remind me to check the oven in a second", "")
+	if got := e.waitTerminal(2); got[0] != "after:I will remind you." || got[1] != "after:Oven checked." {
+		t.Fatalf("terminal %v", got)
+	}
+	reqs := e.llm.Requests()
+	var toolResult string
+	for _, m := range reqs[1].Body.Messages {
+		if m.Role == "tool" {
+			toolResult = string(m.Content)
+		}
+	}
+	if !strings.Contains(toolResult, `"id":"`) || !strings.Contains(toolResult, `"next_run":"`) {
+		t.Errorf("the tool answered %s", toolResult)
+	}
+	for _, r := range reqs {
+		if r.Body.Model == "router-model" {
+			t.Error("the router model was asked; the scheduled message should mention the agent")
+		}
+	}
+	sh.mu.Lock()
+	fired := slices.Clone(sh.fired)
+	sh.mu.Unlock()
+	if len(fired) != 1 || fired[0].Agent != "helper" || fired[0].CreatedBy != e.person.UserID || fired[0].ThreadID != q || fired[0].MessageText != "check the oven" {
+		t.Fatalf("schedule:fired %+v", fired)
+	}
+	msgs := e.scheduledMessages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d scheduled messages", len(msgs))
+	}
+	m := msgs[0].Content.AsMessage()
+	if m.Mentions == nil || !slices.Contains(m.Mentions.UserIDs, e.userID("helper")) || m.RelatesTo.GetThreadParent() != q {
+		t.Errorf("scheduled message mentions %+v in %+v", m.Mentions, m.RelatesTo)
+	}
+	_, _, reply := e.visibleText(e.results[1].EventID)
+	if reply.Sender != e.userID("helper") {
+		t.Errorf("answered by %s", reply.Sender)
+	}
+}
+
+// A request in none of the plain forms goes to the router's model, which
+// answers with structured output (a plain form and the message); one the
+// model cannot place either gets the forms.
+func TestScheduleFromRouterModel(t *testing.T) {
+	e := newTurnEnv(t, []string{"helper"}, "")
+	e.llm.On(llmtest.ModelIs("router-model"),
+		llmtest.Text(`{"when":"every weekday at 8:45","message":"post the stand-up agenda"}`),
+		llmtest.Text(`{"when":"","message":""}`),
+	)
+	taskID, _ := e.schedule("each working day a quarter to nine, post the stand-up agenda")
+	task, err := e.bot.bot.sched.Get(t.Context(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Spec.Cron != "45 8 * * 1-5" || task.Message != "post the stand-up agenda" || task.CreatedBy != e.person.UserID {
+		t.Errorf("task %+v", task)
+	}
+	req := e.llm.Requests()[0]
+	if rf := string(req.Body.Fields["response_format"]); !strings.Contains(rf, `"json_schema"`) || !strings.Contains(rf, `"when"`) {
+		t.Errorf("response_format %s", rf)
+	}
+	if sys := string(req.Body.Messages[0].Content); !strings.Contains(sys, "every weekday at HH:MM") || !strings.Contains(sys, "Now is ") {
+		t.Errorf("system prompt %q", sys)
+	}
+
+	q := e.say("!schedule whenever you feel like it, sing", "")
+	if ans := e.waitRouterText("I could not read a time", q); !strings.Contains(ans.Body, "every weekday at 9:00") {
+		t.Errorf("answer %q", ans.Body)
+	}
+	if active, _ := e.bot.bot.sched.Active(t.Context(), e.room); len(active) != 1 {
+		t.Errorf("%d active schedules, want 1", len(active))
+	}
+}
