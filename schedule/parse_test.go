@@ -137,3 +137,32 @@ func TestSpecAfterSkipsMissedRuns(t *testing.T) {
 		t.Errorf("once: %s, want none", got)
 	}
 }
+
+// Wall-clock schedules follow their zone's daylight saving time: 9:00
+// stays 9:00, and a time the spring-forward skips is skipped that day.
+func TestSpecFollowsDST(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2027, 3, 26, 12, 0, 0, 0, berlin) // DST starts Sunday 2027-03-28 02:00
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"every day at 9:00 x", []string{"2027-03-27 09:00 CET", "2027-03-28 09:00 CEST", "2027-03-29 09:00 CEST"}},
+		{"every day at 2:30 x", []string{"2027-03-27 02:30 CET", "2027-03-29 02:30 CEST", "2027-03-30 02:30 CEST"}},
+	} {
+		spec, _, err := Parse(tc.in, now, berlin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for n := spec.First(now); len(got) < len(tc.want); n = spec.Next(n) {
+			got = append(got, n.Format("2006-01-02 15:04 MST"))
+		}
+		if strings.Join(got, ", ") != strings.Join(tc.want, ", ") {
+			t.Errorf("%s: runs %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
