@@ -74,7 +74,7 @@ func (b *Bot) fireSchedule(ctx context.Context, f schedule.Firing) (id.EventID, 
 	if reg.Has(hooks.ScheduleFired.Name()) {
 		c := &hooks.ScheduleFiredContext{
 			TaskID: t.ID, Schedule: t.Spec.Desc, RoomID: t.RoomID, ThreadID: t.ThreadID, CreatedBy: t.CreatedBy,
-			Agent: t.Agent, DueAt: f.Due.UTC().Format(time.RFC3339), MessageText: text,
+			Agent: t.Agent, DueAt: f.Due.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MessageText: text,
 		}
 		c.CorrelationID = fmt.Sprintf("schedule:%s:%d", t.ID, f.Due.UnixMilli())
 		if err := hooks.Emit(ctx, reg, hooks.ScheduleFired, c); err != nil {

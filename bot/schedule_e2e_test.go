@@ -206,6 +206,16 @@ func TestScheduleFiresOnceInThread(t *testing.T) {
 		fired[0].CreatedBy != e.person.UserID || !strings.HasPrefix(fired[0].Schedule, "once, ") {
 		t.Errorf("schedule:fired contexts %+v", fired)
 	}
+	if due, err := time.Parse(time.RFC3339, fired[0].DueAt); err == nil {
+		// How late the message reached the homeserver.
+		late := time.UnixMilli(msgs[0].Timestamp).Sub(due)
+		t.Logf("scheduled message posted %s after its due time", late)
+		if late > 3*time.Second {
+			t.Errorf("posted %s late", late)
+		}
+	} else {
+		t.Errorf("due_at %q: %v", fired[0].DueAt, err)
+	}
 	if env.SourceKind != hooks.SourceScheduled || env.RequesterID != e.person.UserID || env.ThreadID != q {
 		t.Errorf("the pipeline got the scheduled message as %+v", env)
 	}

@@ -458,7 +458,7 @@ func (c *CompactionContext) merge(*CompactionContext) {}
 // describes when the task runs ("every weekday at 09:00 (UTC)"); Agent is
 // the agent that created the task with the schedule tool and that the
 // message is addressed to ("" for !schedule); DueAt is the due time the
-// firing is for (RFC 3339).
+// firing is for (RFC 3339 with milliseconds, UTC).
 type ScheduleFiredContext struct {
 	Base
 	TaskID      string     `json:"task_id"`
