@@ -12,6 +12,11 @@ import (
 // down, say) when schedules.missed_grace is not set.
 const DefaultMissedGrace = time.Hour
 
+// GiveUpAfter is how long past its grace a firing that cannot be
+// delivered (the room is gone, the account was kicked) is retried before
+// the runner gives up on it, with an error in the log.
+const GiveUpAfter = 24 * time.Hour
+
 // FireFunc carries out a firing: it posts the task's message (or, for a
 // missed firing, the notice that it was missed) and returns the event it
 // posted ("" when it posted nothing on purpose). It must be idempotent per
@@ -178,7 +183,16 @@ func (r *Runner) redeliver(ctx context.Context) bool {
 	}
 	allOK := true
 	for _, f := range firings {
-		if !f.Missed && r.now().Sub(f.Due) > r.grace() {
+		late := r.now().Sub(f.Due)
+		if late > r.grace()+GiveUpAfter {
+			zerolog.Ctx(ctx).Error().Str("task", f.Task.ID).Time("due", f.Due).Stringer("room_id", f.Task.RoomID).
+				Msg("giving up on a scheduled task that could not be delivered for a day")
+			if err := r.store.Delivered(ctx, f, "", r.now()); err != nil {
+				allOK = false
+			}
+			continue
+		}
+		if !f.Missed && late > r.grace() {
 			f.Missed = true
 		}
 		if !r.deliver(ctx, f) {

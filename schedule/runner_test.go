@@ -174,3 +174,32 @@ func TestRunnerRedeliversAfterFailure(t *testing.T) {
 		}
 	})
 }
+
+// A firing that cannot be delivered is retried until a day past the grace,
+// then given up (marked delivered, nothing posted): no retry loop forever.
+func TestRunnerGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewStore(openSQLite(t))
+		if err := s.Upgrade(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		addTask(t, s, roomA, "in 1 minute never delivered", start)
+		rec := &recorder{failOn: 1 << 30}
+		stop := startRunner(s, rec, time.Hour)
+		time.Sleep(time.Minute + time.Hour + GiveUpAfter - time.Second)
+		synctest.Wait()
+		if pending, _ := s.Undelivered(t.Context()); len(pending) != 1 {
+			t.Fatalf("undelivered before giving up: %d, want 1", len(pending))
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		stop()
+		if pending, _ := s.Undelivered(t.Context()); len(pending) != 0 {
+			t.Fatalf("still undelivered after a day past the grace: %+v", pending)
+		}
+		if fired, _ := rec.snapshot(); len(fired) != 0 {
+			t.Fatalf("delivered %v", fired)
+		}
+	})
+}
