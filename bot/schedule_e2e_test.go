@@ -27,16 +27,16 @@ type scheduleHooks struct {
 	mu       sync.Mutex
 	fired    []hooks.ScheduleFiredContext
 	received []hooks.Envelope
-	rewrite  func(*hooks.ScheduleFiredContext)
+	rewrite  func(context.Context, *hooks.ScheduleFiredContext)
 }
 
 func (s *scheduleHooks) hooks() []hooks.Hook {
 	return []hooks.Hook{
-		hooks.Handle(hooks.ScheduleFired, "fired", func(_ context.Context, c *hooks.ScheduleFiredContext) error {
+		hooks.Handle(hooks.ScheduleFired, "fired", func(ctx context.Context, c *hooks.ScheduleFiredContext) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if s.rewrite != nil {
-				s.rewrite(c)
+				s.rewrite(ctx, c)
 			}
 			s.fired = append(s.fired, *c)
 			return nil
@@ -161,7 +161,13 @@ func (e *turnEnv) restart(between func()) {
 // and the agent's answer in that thread.
 func TestScheduleFiresOnceInThread(t *testing.T) {
 	var sh scheduleHooks
-	sh.rewrite = func(c *hooks.ScheduleFiredContext) { c.MessageText += " (from a hook)" }
+	sh.rewrite = func(ctx context.Context, c *hooks.ScheduleFiredContext) {
+		c.MessageText += " (from a hook)"
+		// Sent without a thread: it inherits the schedule's.
+		if _, err := c.SendMessage(ctx, c.RoomID, "Heads-up from a hook.", nil); err != nil {
+			t.Errorf("SendMessage: %v", err)
+		}
+	}
 	e := newTurnEnv(t, []string{"helper", "other"}, "", sh.hooks()...)
 	// Two agents: the router's model picks who answers the scheduled message.
 	e.llm.On(llmtest.ModelIs("router-model"), llmtest.Text("helper"))
@@ -190,6 +196,7 @@ func TestScheduleFiresOnceInThread(t *testing.T) {
 	if rel := reply.Content.AsMessage().RelatesTo; rel == nil || rel.GetThreadParent() != q {
 		t.Errorf("the agent answered outside the thread: %+v", rel)
 	}
+	e.waitRouterText("Heads-up from a hook.", q)
 	if last := string(e.llm.LastRequest(t).Body.Messages[len(e.llm.LastRequest(t).Body.Messages)-1].Content); !strings.Contains(last, "say hi (from a hook)") {
 		t.Errorf("the model got %q", last)
 	}
