@@ -91,6 +91,24 @@ type Request struct {
 	// Temperature, when set, overrides the server's default. The
 	// OpenAI-compatible client omits a zero temperature.
 	Temperature *float32
+	// ResponseSchema, when set, asks for structured output: a reply that is
+	// one JSON object matching the schema (OpenAI-compatible:
+	// response_format json_schema). Servers that do not support it may
+	// answer freely, so say what you want in the prompt too and validate
+	// the reply.
+	ResponseSchema *ResponseSchema
+}
+
+// ResponseSchema names and describes the JSON object a structured reply
+// must be.
+type ResponseSchema struct {
+	// Name identifies the schema (^[a-zA-Z0-9_-]+$).
+	Name string
+	// Schema is a JSON Schema object.
+	Schema json.RawMessage
+	// Strict asks the server to enforce the schema exactly (every property
+	// required, additionalProperties false).
+	Strict bool
 }
 
 // FinishReason says why the model stopped.

@@ -128,6 +128,12 @@ func (m *openaiModel) request(req *Request) openai.ChatCompletionRequest {
 	if req.Temperature != nil {
 		out.Temperature = *req.Temperature
 	}
+	if rs := req.ResponseSchema; rs != nil {
+		out.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type:       openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: rs.Name, Schema: rs.Schema, Strict: rs.Strict},
+		}
+	}
 	return out
 }
 

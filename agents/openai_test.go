@@ -230,6 +230,42 @@ func TestOpenAIRequestWire(t *testing.T) {
 	}
 }
 
+// TestOpenAIResponseSchema: a request with ResponseSchema asks for
+// structured output (response_format json_schema); one without sends none.
+func TestOpenAIResponseSchema(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text(`{"a":1}`), llmtest.Text("free"))
+	m := testModel(t, srv)
+	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}`)
+	req := &agents.Request{
+		Messages:       []agents.Message{{Role: agents.RoleUser, Content: "give a"}},
+		ResponseSchema: &agents.ResponseSchema{Name: "answer", Schema: schema, Strict: true},
+	}
+	if _, err := agents.Complete(t.Context(), m, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict bool            `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(srv.LastRequest(t).Body.Fields["response_format"], &rf); err != nil {
+		t.Fatalf("response_format: %v", err)
+	}
+	if rf.Type != "json_schema" || rf.JSONSchema.Name != "answer" || !rf.JSONSchema.Strict || string(rf.JSONSchema.Schema) != string(schema) {
+		t.Errorf("response_format = %+v", rf)
+	}
+	req.ResponseSchema = nil
+	if _, err := agents.Complete(t.Context(), m, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := srv.LastRequest(t).Body.Fields["response_format"]; ok {
+		t.Errorf("response_format sent without a schema: %s", f)
+	}
+}
+
 func TestOpenAIErrors(t *testing.T) {
 	cases := []struct {
 		name      string

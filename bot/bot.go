@@ -17,6 +17,7 @@ import (
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/plugins"
+	"github.com/hookroom/hookroom/schedule"
 	"github.com/hookroom/hookroom/tracking"
 	tokens "github.com/hookroom/hookroom/usage" // "usage" is the CLI text in main.go
 )
@@ -74,6 +75,8 @@ type Bot struct {
 
 	history      *agents.History
 	usage        *tokens.Store
+	sched        *schedule.Store
+	schedRunner  *schedule.Runner
 	turns        turnQueues
 	turnsByEvent turnIndex
 	syncs        syncLoops
@@ -154,6 +157,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	if err := b.usage.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(err)
 	}
+	b.sched = schedule.NewStore(db.Database)
+	if err := b.sched.Upgrade(ctx); err != nil {
+		return nil, b.closeWith(err)
+	}
+	b.schedRunner = schedule.NewRunner(b.sched, b.fireSchedule)
+	b.schedRunner.Grace = b.scheduleGrace
 	if b.w().models, b.w().specs, err = buildModels(cfg); err != nil {
 		return nil, b.closeWith(err)
 	}
@@ -257,6 +266,8 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	go b.prune(runCtx)
 	setPresence(runCtx, b.w().accounts, event.PresenceOnline)
+	schedDone := make(chan struct{})
+	go func() { defer close(schedDone); b.runSchedules(runCtx) }()
 	var watchDone chan struct{}
 	if b.opts.Watch {
 		watchDone = make(chan struct{})
@@ -264,6 +275,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	b.log.Info().Int("accounts", len(b.w().accounts)).Int("rooms", len(b.w().rooms)).Msg("hookroom is running")
 	<-runCtx.Done()
+	<-schedDone
 	if watchDone != nil {
 		<-watchDone
 	}

@@ -33,7 +33,7 @@ func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (
 	if e, managed := b.w().accounts[ev.Sender]; managed {
 		b.services.remember(ev, e)
 		if ev.Type == event.EventMessage {
-			if o, ok := hookOriginOf(ev); ok && o.kind == hooks.SourceHookDispatch {
+			if o, ok := hookOriginOf(ev); ok && (o.kind == hooks.SourceHookDispatch || o.kind == hooks.SourceScheduled) {
 				return b.handleHookMessage(ctx, ev, o, replayed)
 			}
 		}
@@ -342,12 +342,16 @@ type hookOrigin struct {
 func hookOriginOf(ev *event.Event) (hookOrigin, bool) {
 	raw := ev.Content.Raw
 	kind, _ := raw[keySourceKind].(string)
-	if kind != string(hooks.SourceHook) && kind != string(hooks.SourceHookDispatch) {
+	if kind != string(hooks.SourceHook) && kind != string(hooks.SourceHookDispatch) && kind != string(hooks.SourceScheduled) {
 		return hookOrigin{}, false
 	}
 	o := hookOrigin{kind: hooks.SourceKind(kind)}
 	o.source, _ = raw[keyHookSource].(string)
-	if d, ok := raw[keyDepth].(float64); ok && d >= 1 {
+	if o.kind == hooks.SourceScheduled {
+		// A schedule's message stands for its creator's own message: it
+		// starts a causal chain rather than continuing one.
+		o.depth = 0
+	} else if d, ok := raw[keyDepth].(float64); ok && d >= 1 {
 		o.depth = int(d)
 	} else {
 		o.depth = 1
@@ -376,6 +380,8 @@ func (b *Bot) hookRequester(ev *event.Event, o hookOrigin) (requester id.UserID,
 // synthetic hop (depth 1) runs message:received, without the plugin whose
 // message:received hook sent it, and may reach an agent; deeper hops are
 // recorded but not dispatched, which stops feedback loops between hooks.
+// A schedule's message (source kind scheduled, depth 0) takes the same
+// path on behalf of the schedule's creator, who must still be authorized.
 func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrigin, replayed bool) bool {
 	log := zerolog.Ctx(ctx).With().Str("hook_source", o.source).Int("depth", o.depth).Logger()
 	ctx = log.WithContext(hooks.WithDepth(ctx, o.depth))

@@ -214,6 +214,8 @@ func (b *Bot) toolsFor(agent hooks.AgentName) *agents.Toolset {
 			tools = append(tools, agents.CurrentTime{})
 		case info.Source == SourceBuiltin && info.Name == agents.ToolRoomInfo:
 			tools = append(tools, agents.RoomInfoTool(b.roomInfo))
+		case info.Source == SourceBuiltin && info.Name == agents.ToolSchedule:
+			tools = append(tools, agents.ScheduleTool(b.scheduleTool))
 		case w.plugins != nil:
 			if t, ok := w.plugins.Tool(info.Name); ok {
 				tools = append(tools, pluginTool{b: b, set: w.plugins, tool: t})

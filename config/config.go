@@ -50,6 +50,8 @@ type Config struct {
 	Attachments Attachments `yaml:"attachments"`
 	// Usage sets daily token budgets (token usage is always recorded).
 	Usage Usage `yaml:"usage"`
+	// Schedules configures scheduled tasks (!schedule, the schedule tool).
+	Schedules Schedules `yaml:"schedules"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`
@@ -432,6 +434,34 @@ type Usage struct {
 	// UTC day, over every room and person, unless the agent sets
 	// daily_token_budget. 0: unlimited.
 	DailyTokensPerAgent int `yaml:"daily_tokens_per_agent"`
+}
+
+// Schedules configures scheduled tasks. The zero value reads wall-clock
+// times in UTC and fires tasks up to an hour late.
+type Schedules struct {
+	// Timezone is the IANA time zone ("Europe/Berlin") in which the
+	// wall-clock times of new schedules are read: "at 9:00", "every weekday
+	// at 9:00", cron expressions. A task keeps the zone it was created in.
+	// Default "UTC" (never the server's local zone, which changes with the
+	// machine).
+	Timezone string `yaml:"timezone"`
+	// MissedGrace is how late a task may still fire, after hookroom was
+	// down or the homeserver unreachable: a task due longer ago than that
+	// is reported as missed in its thread instead. Default 1h.
+	MissedGrace Duration `yaml:"missed_grace"`
+}
+
+// Location returns the time zone of Timezone (UTC when unset or unknown;
+// Validate rejects unknown zones).
+func (s Schedules) Location() *time.Location {
+	if s.Timezone == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(s.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
 }
 
 // AgentNames returns the agent names, sorted.

@@ -3,6 +3,7 @@ package config
 import (
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Defaults of fields whose zero value means "use the default".
@@ -19,6 +20,8 @@ const (
 	DefaultAttachmentMaxSize    = 20 * MiB
 	DefaultAttachmentMaxText    = 256 * KiB
 	DefaultAttachmentsPerTurn   = 4
+	DefaultScheduleTimezone     = "UTC"
+	DefaultMissedGrace          = Duration(time.Hour)
 	// DefaultModelName is the model agents and the router use when they name
 	// none and more than one model is configured.
 	DefaultModelName = "default"
@@ -155,6 +158,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Attachments.MaxPerTurn == 0 {
 		c.Attachments.MaxPerTurn = DefaultAttachmentsPerTurn
+	}
+	if c.Schedules.Timezone == "" {
+		c.Schedules.Timezone = DefaultScheduleTimezone
+	}
+	if c.Schedules.MissedGrace == 0 {
+		c.Schedules.MissedGrace = DefaultMissedGrace
 	}
 }
 

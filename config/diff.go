@@ -47,6 +47,8 @@ type Changes struct {
 	Attachments bool
 	// Usage is set when the token budgets of the usage section changed.
 	Usage bool
+	// Schedules is set when the schedules section changed.
+	Schedules bool
 }
 
 // Diff compares two configurations. A nil old configuration counts as empty
@@ -79,6 +81,7 @@ func Diff(old, new *Config) Changes {
 	ch.Log = old.Log != new.Log
 	ch.Attachments = old.Attachments != new.Attachments
 	ch.Usage = old.Usage != new.Usage
+	ch.Schedules = old.Schedules != new.Schedules
 	return ch
 }
 
@@ -162,7 +165,7 @@ func (ch Changes) String() string {
 		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.RouterProfile, "router profile"}, {ch.Models, "models"},
 		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
-		{ch.Usage, "usage"},
+		{ch.Usage, "usage"}, {ch.Schedules, "schedules"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

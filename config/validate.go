@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"maunium.net/go/mautrix/id"
 )
@@ -46,6 +47,7 @@ func (c *Config) validate() ErrorList {
 	v.engine()
 	v.attachments()
 	v.usage()
+	v.schedules()
 	sortErrors(v.errs)
 	return v.errs
 }
@@ -493,5 +495,15 @@ func (v *validator) usage() {
 func (v *validator) tokenBudget(path string, n int) {
 	if n < 0 {
 		v.errorf(path, "must be a number of tokens, or 0 for unlimited, not %d", n)
+	}
+}
+
+func (v *validator) schedules() {
+	s := v.c.Schedules
+	if _, err := time.LoadLocation(s.Timezone); err != nil || strings.EqualFold(s.Timezone, "local") || s.Timezone == "" {
+		v.errorf("schedules.timezone", "must be an IANA time zone name like Europe/Berlin, America/New_York or UTC, not %q", s.Timezone)
+	}
+	if s.MissedGrace < 0 {
+		v.errorf("schedules.missed_grace", "must not be negative, not %s", time.Duration(s.MissedGrace))
 	}
 }

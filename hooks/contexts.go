@@ -452,8 +452,13 @@ func (c *CompactionContext) isolate() {
 func (c *CompactionContext) merge(*CompactionContext) {}
 
 // ScheduleFiredContext is passed to schedule:fired hooks (observer, 1 s). It
-// fires before a scheduled task posts its message. A hook may change
-// MessageText or set Suppress (nothing is posted).
+// fires when a scheduled task is due, before the router posts its message
+// (which then enters the pipeline on behalf of CreatedBy, in ThreadID). A
+// hook may change MessageText or set Suppress (nothing is posted). Schedule
+// describes when the task runs ("every weekday at 09:00 (UTC)"); Agent is
+// the agent that created the task with the schedule tool and that the
+// message is addressed to ("" for !schedule); DueAt is the due time the
+// firing is for (RFC 3339 with milliseconds, UTC).
 type ScheduleFiredContext struct {
 	Base
 	TaskID      string     `json:"task_id"`
@@ -461,6 +466,8 @@ type ScheduleFiredContext struct {
 	RoomID      id.RoomID  `json:"room_id"`
 	ThreadID    id.EventID `json:"thread_id,omitempty"`
 	CreatedBy   id.UserID  `json:"created_by,omitempty"`
+	Agent       AgentName  `json:"agent,omitempty"`
+	DueAt       string     `json:"due_at,omitempty"`
 	MessageText string     `json:"message_text"`
 	Suppress    bool       `json:"suppress"`
 }
