@@ -43,6 +43,10 @@ type Changes struct {
 	Attachments bool
 	// Usage is set when the token budgets of the usage section changed.
 	Usage bool
+	// HTTPListen is set when http.listen changed (this needs a restart).
+	HTTPListen bool
+	// AdminToken is set when http.admin_token changed (it reloads live).
+	AdminToken bool
 }
 
 // Diff compares two configurations. A nil old configuration counts as empty
@@ -71,6 +75,8 @@ func Diff(old, new *Config) Changes {
 	ch.Log = old.Log != new.Log
 	ch.Attachments = old.Attachments != new.Attachments
 	ch.Usage = old.Usage != new.Usage
+	ch.HTTPListen = old.HTTP.Address() != new.HTTP.Address()
+	ch.AdminToken = old.HTTP.AdminToken != new.HTTP.AdminToken
 	return ch
 }
 
@@ -154,7 +160,7 @@ func (ch Changes) String() string {
 		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.Models, "models"},
 		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
-		{ch.Usage, "usage"},
+		{ch.Usage, "usage"}, {ch.HTTPListen, "http.listen"}, {ch.AdminToken, "http.admin_token"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path"
 	"regexp"
@@ -46,6 +47,7 @@ func (c *Config) validate() ErrorList {
 	v.engine()
 	v.attachments()
 	v.usage()
+	v.http()
 	sortErrors(v.errs)
 	return v.errs
 }
@@ -445,5 +447,27 @@ func (v *validator) usage() {
 func (v *validator) tokenBudget(path string, n int) {
 	if n < 0 {
 		v.errorf(path, "must be a number of tokens, or 0 for unlimited, not %d", n)
+	}
+}
+
+func (v *validator) http() {
+	h := v.c.HTTP
+	if h.Listen != "" {
+		host, port, err := net.SplitHostPort(h.Address())
+		n, perr := strconv.Atoi(port)
+		switch {
+		case err != nil:
+			v.errorf("http.listen", "%q is not an address (e.g. \":8080\" for 127.0.0.1:8080, or \"0.0.0.0:8080\")", h.Listen)
+		case perr != nil || n < 0 || n > 65535:
+			v.errorf("http.listen", "%q has no valid port (0-65535)", h.Listen)
+		case host != "" && host != "localhost" && net.ParseIP(host) == nil:
+			v.errorf("http.listen", "%q: the host must be an IP address or localhost", h.Listen)
+		}
+	}
+	if h.AdminToken.IsSet() && len(h.AdminToken.Reveal()) < MinAdminTokenLength {
+		v.errorf("http.admin_token", "is too short: use at least %d characters (e.g. from openssl rand -hex 32)", MinAdminTokenLength)
+	}
+	if h.AdminToken.IsSet() && h.Listen == "" {
+		v.errorf("http.admin_token", "has no effect without http.listen")
 	}
 }
