@@ -130,7 +130,6 @@ func TestDiff(t *testing.T) {
 		},
 		want: config.Changes{HTTPListen: true, AdminToken: true},
 		str:  "http.listen; http.admin_token",
-
 	}, {
 		name: "model removed",
 		change: func(c *config.Config) {
