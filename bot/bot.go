@@ -83,6 +83,8 @@ type Bot struct {
 	readyMu sync.Mutex
 	ready   map[id.UserID]bool
 
+	ops operations // metrics and the HTTP listener (operate.go)
+
 	// fetchMedia, when set, downloads attachments instead of the router
 	// account (unit tests).
 	fetchMedia func(ctx context.Context, ref matrixio.MediaRef, limit int64) ([]byte, error)
@@ -157,7 +159,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	if b.w().models, b.w().specs, err = buildModels(cfg); err != nil {
 		return nil, b.closeWith(err)
 	}
-	mx, err := matrixio.NewManager(matrixConfig(cfg), store)
+	b.ops.metrics = b.newMetrics()
+	mc := matrixConfig(cfg)
+	mc.Retry.Observer = retryObserver{b.ops.metrics}
+	mx, err := matrixio.NewManager(mc, store)
 	if err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to set up matrix accounts: %w", err))
 	}
@@ -235,6 +240,10 @@ func (b *Bot) Run(ctx context.Context) error {
 	ctx = b.log.WithContext(ctx)
 	defer b.db.Close()
 	defer b.mx.Close()
+	if err := b.startHTTP(ctx); err != nil {
+		return err
+	}
+	defer b.stopHTTP()
 	w := b.w()
 	start := time.Now()
 	if err := b.startAccounts(ctx, w, &world{}); err != nil {
@@ -261,8 +270,10 @@ func (b *Bot) Run(ctx context.Context) error {
 		watchDone = make(chan struct{})
 		go func() { defer close(watchDone); b.watch(runCtx) }()
 	}
+	b.ops.running.Store(true)
 	b.log.Info().Int("accounts", len(b.w().accounts)).Int("rooms", len(b.w().rooms)).Msg("hookroom is running")
 	<-runCtx.Done()
+	b.ops.running.Store(false) // not ready from here on
 	if watchDone != nil {
 		<-watchDone
 	}
