@@ -260,6 +260,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.dispatch.replay(runCtx); err != nil {
 		return err
 	}
+	b.ops.running.Store(true) // readiness now waits for each account's first sync
 	b.syncs.start(runCtx, cancel)
 	for _, e := range b.w().accounts {
 		b.syncs.add(b, e)
@@ -270,7 +271,6 @@ func (b *Bot) Run(ctx context.Context) error {
 		watchDone = make(chan struct{})
 		go func() { defer close(watchDone); b.watch(runCtx) }()
 	}
-	b.ops.running.Store(true)
 	b.log.Info().Int("accounts", len(b.w().accounts)).Int("rooms", len(b.w().rooms)).Msg("hookroom is running")
 	<-runCtx.Done()
 	b.ops.running.Store(false) // not ready from here on

@@ -186,8 +186,9 @@ func (m *Metrics) ModelRequest(agent, model string, failed bool) {
 		return
 	}
 	m.modelRequests.WithLabelValues(agent, model).Inc()
+	errs := m.modelErrors.WithLabelValues(agent, model) // the series exists from the first request
 	if failed {
-		m.modelErrors.WithLabelValues(agent, model).Inc()
+		errs.Inc()
 	}
 }
 
