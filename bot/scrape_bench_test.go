@@ -27,7 +27,7 @@ func BenchmarkScrapeDuringTurns(b *testing.B) {
 	// A model that streams for ~200ms, like a short real answer.
 	llm := llmtest.NewServerWith(b, []llmtest.Option{llmtest.WithFallback(
 		llmtest.Text(llmtest.Split("This is a short streamed answer of a few words.", 10)...).
-			WithChunkDelay(20 * time.Millisecond).WithUsage(500, 12))})
+			WithChunkDelay(20*time.Millisecond).WithUsage(500, 12))})
 	person := e.hs.RegisterUser(b, "alice")
 	room := createRoom(b, person, e.userID("router"), e.userID("helper"))
 	cfg := e.config(fmt.Sprintf(`models:
