@@ -273,7 +273,8 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	b.log.Info().Int("accounts", len(b.w().accounts)).Int("rooms", len(b.w().rooms)).Msg("hookroom is running")
 	<-runCtx.Done()
-	b.ops.running.Store(false) // not ready from here on
+	b.ops.stopping.Store(true) // not ready from here on
+	b.ops.running.Store(false)
 	if watchDone != nil {
 		<-watchDone
 	}

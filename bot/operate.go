@@ -30,8 +30,8 @@ type operations struct {
 	metrics *metrics.Metrics
 	http    *admin.Server
 	// running is set once every account runs its sync loop, until the
-	// shutdown begins.
-	running atomic.Bool
+	// shutdown begins; stopping from then on.
+	running, stopping atomic.Bool
 }
 
 // newMetrics creates the metrics of b; the scrape-time sources read the
@@ -134,6 +134,9 @@ func (a adminBackend) Ready(ctx context.Context) []string {
 		if p.Process != nil && p.Process.State != "running" && p.Process.State != "restarting" {
 			reasons = append(reasons, fmt.Sprintf("plugin %s: %s", p.Name, p.Process.State))
 		}
+	}
+	if b.ops.stopping.Load() {
+		return append(reasons, "shutting down")
 	}
 	if !b.ops.running.Load() {
 		return append(reasons, "accounts: starting (logging in, provisioning rooms)")
