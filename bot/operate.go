@@ -28,7 +28,7 @@ import (
 // operations is the Bot's part that the HTTP listener and the metrics use.
 type operations struct {
 	metrics *metrics.Metrics
-	http    *admin.Server
+	http    atomic.Pointer[admin.Server] // set by Run when http.listen is set
 	// running is set once every account runs its sync loop, until the
 	// shutdown begins; stopping from then on.
 	running, stopping atomic.Bool
@@ -93,27 +93,29 @@ func (b *Bot) startHTTP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.ops.http = srv
+	b.ops.http.Store(srv)
 	return nil
 }
 
 // stopHTTP ends the listener, letting requests in flight finish briefly.
 func (b *Bot) stopHTTP() {
-	if b.ops.http == nil {
+	srv := b.ops.http.Load()
+	if srv == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = b.ops.http.Shutdown(ctx)
+	_ = srv.Shutdown(ctx)
 }
 
 // HTTPAddr returns the address the HTTP listener is bound to, or "" when
 // none runs (tests listen on port 0).
 func (b *Bot) HTTPAddr() string {
-	if b.ops.http == nil {
+	srv := b.ops.http.Load()
+	if srv == nil {
 		return ""
 	}
-	return b.ops.http.Addr().String()
+	return srv.Addr().String()
 }
 
 // adminBackend answers the HTTP listener from the running bot.
