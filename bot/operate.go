@@ -153,8 +153,8 @@ func (a adminBackend) Ready(ctx context.Context) []string {
 	return reasons
 }
 
-// errorText is err's message without what may follow a colon-separated
-// DSN; database errors never carry the URI, but stay short.
+// errorText is err's message, kept short for a readiness reason (driver
+// errors do not carry the database URI).
 func errorText(err error) string {
 	s := err.Error()
 	if len(s) > 200 {
