@@ -74,7 +74,6 @@ func collectHooks(ch chan<- prometheus.Metric, stats []hooks.HookStats) {
 	// The same hook may be listed twice (never, today; but a duplicate
 	// series would fail the whole scrape), so keep the first.
 	seen := make(map[[3]string]bool, len(stats))
-	buckets := make(map[float64]uint64, len(hookBuckets))
 	for _, s := range stats {
 		key := [3]string{s.Event, s.Plugin, s.Hook}
 		if seen[key] {
@@ -87,7 +86,9 @@ func collectHooks(ch chan<- prometheus.Metric, stats []hooks.HookStats) {
 		ch <- prometheus.MustNewConstMetric(hookTimeouts, prometheus.CounterValue, float64(s.Timeouts), l...)
 		ch <- prometheus.MustNewConstMetric(hookAbandon, prometheus.CounterValue, float64(s.Abandoned), l...)
 		ch <- prometheus.MustNewConstMetric(hookPanics, prometheus.CounterValue, float64(s.Panics), l...)
-		clear(buckets)
+		// A const histogram keeps the map it is given until it is written
+		// out: one map per hook.
+		buckets := make(map[float64]uint64, len(hookBuckets))
 		count := s.Invocations
 		for i, n := range s.Buckets {
 			if i < len(hookBuckets) {
