@@ -86,6 +86,8 @@ type Bot struct {
 	readyMu sync.Mutex
 	ready   map[id.UserID]bool
 
+	ops operations // metrics and the HTTP listener (operate.go)
+
 	// fetchMedia, when set, downloads attachments instead of the router
 	// account (unit tests).
 	fetchMedia func(ctx context.Context, ref matrixio.MediaRef, limit int64) ([]byte, error)
@@ -166,7 +168,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	if b.w().models, b.w().specs, err = buildModels(cfg); err != nil {
 		return nil, b.closeWith(err)
 	}
-	mx, err := matrixio.NewManager(matrixConfig(cfg), store)
+	b.ops.metrics = b.newMetrics()
+	mc := matrixConfig(cfg)
+	mc.Retry.Observer = retryObserver{b.ops.metrics}
+	mx, err := matrixio.NewManager(mc, store)
 	if err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to set up matrix accounts: %w", err))
 	}
@@ -244,6 +249,10 @@ func (b *Bot) Run(ctx context.Context) error {
 	ctx = b.log.WithContext(ctx)
 	defer b.db.Close()
 	defer b.mx.Close()
+	if err := b.startHTTP(ctx); err != nil {
+		return err
+	}
+	defer b.stopHTTP()
 	w := b.w()
 	start := time.Now()
 	if err := b.startAccounts(ctx, w, &world{}); err != nil {
@@ -260,6 +269,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.dispatch.replay(runCtx); err != nil {
 		return err
 	}
+	b.ops.running.Store(true) // readiness now waits for each account's first sync
 	b.syncs.start(runCtx, cancel)
 	for _, e := range b.w().accounts {
 		b.syncs.add(b, e)
@@ -276,6 +286,8 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.log.Info().Int("accounts", len(b.w().accounts)).Int("rooms", len(b.w().rooms)).Msg("hookroom is running")
 	<-runCtx.Done()
 	<-schedDone
+	b.ops.stopping.Store(true) // not ready from here on
+	b.ops.running.Store(false)
 	if watchDone != nil {
 		<-watchDone
 	}

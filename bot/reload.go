@@ -81,7 +81,7 @@ func (r ReloadReport) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
-// Reload reads config.yaml again and applies it while hookroom runs: it
+// reload reads config.yaml again and applies it while hookroom runs: it
 // builds the new plugin set and hook registry (reusing unchanged plugin
 // processes; force restarts them all), starts the accounts of new agents
 // and stops removed ones, provisions rooms, swaps the configuration and the
@@ -89,7 +89,7 @@ func (r ReloadReport) Summary() string {
 // that does not load or validate changes nothing: the error names
 // file:line and the running configuration stays in service. Turns in
 // flight finish on the registry they started with.
-func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
+func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	b.reloadMu.Lock()
 	defer b.reloadMu.Unlock()
 	start := time.Now()
@@ -112,6 +112,10 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 	}
 	if rep.Config.Log {
 		rep.NeedsRestart = append(rep.NeedsRestart, "log")
+	}
+	if rep.Config.HTTPListen {
+		rep.NeedsRestart = append(rep.NeedsRestart, "http.listen")
+		cfg.HTTP.Listen = old.cfg.HTTP.Listen
 	}
 
 	next := &world{

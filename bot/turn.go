@@ -16,6 +16,7 @@ import (
 	"github.com/hookroom/hookroom/enrich"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/metrics"
 	"github.com/hookroom/hookroom/tracking"
 )
 
@@ -59,6 +60,8 @@ type turn struct {
 
 	used       agents.Usage // what the model calls used (spent)
 	modelCalls int
+
+	clock *turnClock // stage latencies and the outcome, for the metrics
 }
 
 // scopeKey is the history scope of a message: its room and thread.
@@ -73,8 +76,10 @@ func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope
 	t := &turn{
 		b: b, ev: ev, env: env, agent: agent, acct: b.w().agents[agent], reg: reg,
 		scope: b.scopeKey(env), replayed: replayed,
-		log: zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
+		log:   zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
+		clock: newTurnClock(ctx, b.ops.metrics),
 	}
+	t.clock.mark(metrics.StageRouted)
 	b.turnsByEvent.queue(ev.ID, t.scope)
 	b.turns.run(ctx, t.scope, func(ctx context.Context) { t.run(t.log.WithContext(ctx)) })
 }
@@ -310,6 +315,7 @@ func (b *Bot) systemPrompt(agent hooks.AgentName, systemBlock string) string {
 }
 
 func (t *turn) onText(delta string) {
+	t.clock.mark(metrics.StageFirstToken)
 	t.mu.Lock()
 	t.text.WriteString(delta)
 	t.mu.Unlock()
@@ -369,6 +375,7 @@ func (t *turn) stream(ctx context.Context) {
 		t.mu.Lock()
 		t.visible = true
 		t.mu.Unlock()
+		t.clock.mark(metrics.StageFirstVisible)
 	}
 }
 
@@ -590,6 +597,8 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return
 	}
+	t.clock.mark(metrics.StageFirstVisible)
+	t.clock.mark(metrics.StageFinal)
 	// The stored turn is the enriched prompt and what the model said, with
 	// the delivered text as the final answer. The prompt holds the text of
 	// the message's text files and a line naming each other file, but not
@@ -716,6 +725,7 @@ func userError(err error) string {
 }
 
 func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail string) {
+	t.clock.end(string(reason))
 	ctx = context.WithoutCancel(ctx)
 	if !t.reg.Has(hooks.MessageCancelled.Name()) {
 		return
@@ -734,6 +744,7 @@ func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail 
 }
 
 func (t *turn) afterResponse(ctx context.Context, text string, evID id.EventID, kind hooks.DeliveryKind, rk hooks.ResponseKind) {
+	t.clock.end(responseOutcome(rk))
 	ctx = context.WithoutCancel(ctx)
 	if !t.reg.Has(hooks.MessageAfterResponse.Name()) {
 		return

@@ -150,7 +150,7 @@ func (b *Bot) modelName(agent hooks.AgentName) string {
 }
 
 func (b *Bot) modelFor(agent hooks.AgentName) agents.Model {
-	return b.w().models[b.modelName(agent)]
+	return b.countModel(agent, b.w().models[b.modelName(agent)])
 }
 
 // roomInfo answers the room_info tool for the room of the call.

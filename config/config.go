@@ -52,6 +52,9 @@ type Config struct {
 	Usage Usage `yaml:"usage"`
 	// Schedules configures scheduled tasks (!schedule, the schedule tool).
 	Schedules Schedules `yaml:"schedules"`
+	// HTTP is the optional listener for health, readiness, metrics and the
+	// admin API. Off unless http.listen is set.
+	HTTP HTTP `yaml:"http"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`
@@ -462,6 +465,38 @@ func (s Schedules) Location() *time.Location {
 		return time.UTC
 	}
 	return loc
+}
+
+// HTTP configures the one HTTP listener: /healthz, /readyz, /metrics and,
+// with an admin token, the admin API under /api/v1/. The zero value is off.
+type HTTP struct {
+	// Listen is the address to listen on: "host:port", or a port alone
+	// (":8080" or "8080"), which listens on 127.0.0.1 only. Empty: no
+	// listener. Changing it takes a restart.
+	Listen string `yaml:"listen"`
+	// AdminToken is the bearer token of the admin API (at least 16
+	// characters; use ${VAR}). Unset: the admin API is off (404). It
+	// reloads live.
+	AdminToken Secret `yaml:"admin_token"`
+}
+
+// MinAdminTokenLength is the shortest admin token accepted.
+const MinAdminTokenLength = 16
+
+// Address returns the address to listen on ("127.0.0.1:8080" for ":8080"
+// or "8080"), or "" when the listener is off.
+func (h HTTP) Address() string {
+	l := strings.TrimSpace(h.Listen)
+	if l == "" {
+		return ""
+	}
+	if !strings.Contains(l, ":") {
+		return "127.0.0.1:" + l
+	}
+	if strings.HasPrefix(l, ":") {
+		return "127.0.0.1" + l
+	}
+	return l
 }
 
 // AgentNames returns the agent names, sorted.

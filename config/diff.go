@@ -49,6 +49,10 @@ type Changes struct {
 	Usage bool
 	// Schedules is set when the schedules section changed.
 	Schedules bool
+	// HTTPListen is set when http.listen changed (this needs a restart).
+	HTTPListen bool
+	// AdminToken is set when http.admin_token changed (it reloads live).
+	AdminToken bool
 }
 
 // Diff compares two configurations. A nil old configuration counts as empty
@@ -82,6 +86,8 @@ func Diff(old, new *Config) Changes {
 	ch.Attachments = old.Attachments != new.Attachments
 	ch.Usage = old.Usage != new.Usage
 	ch.Schedules = old.Schedules != new.Schedules
+	ch.HTTPListen = old.HTTP.Address() != new.HTTP.Address()
+	ch.AdminToken = old.HTTP.AdminToken != new.HTTP.AdminToken
 	return ch
 }
 
@@ -166,6 +172,7 @@ func (ch Changes) String() string {
 		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
 		{ch.Usage, "usage"}, {ch.Schedules, "schedules"},
+		{ch.HTTPListen, "http.listen"}, {ch.AdminToken, "http.admin_token"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

@@ -123,6 +123,14 @@ func TestDiff(t *testing.T) {
 		},
 		want: config.Changes{Models: true},
 	}, {
+		name: "http listen needs a restart, the admin token reloads",
+		change: func(c *config.Config) {
+			c.HTTP.Listen = "9090"
+			c.HTTP.AdminToken = "0123456789abcdef"
+		},
+		want: config.Changes{HTTPListen: true, AdminToken: true},
+		str:  "http.listen; http.admin_token",
+	}, {
 		name: "model removed",
 		change: func(c *config.Config) {
 			delete(c.Models, "gpt")

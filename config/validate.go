@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path"
 	"regexp"
@@ -48,6 +49,7 @@ func (c *Config) validate() ErrorList {
 	v.attachments()
 	v.usage()
 	v.schedules()
+	v.http()
 	sortErrors(v.errs)
 	return v.errs
 }
@@ -505,5 +507,27 @@ func (v *validator) schedules() {
 	}
 	if s.MissedGrace < 0 {
 		v.errorf("schedules.missed_grace", "must not be negative, not %s", time.Duration(s.MissedGrace))
+	}
+}
+
+func (v *validator) http() {
+	h := v.c.HTTP
+	if h.Listen != "" {
+		host, port, err := net.SplitHostPort(h.Address())
+		n, perr := strconv.Atoi(port)
+		switch {
+		case err != nil:
+			v.errorf("http.listen", "%q is not an address (e.g. \":8080\" for 127.0.0.1:8080, or \"0.0.0.0:8080\")", h.Listen)
+		case perr != nil || n < 0 || n > 65535:
+			v.errorf("http.listen", "%q has no valid port (0-65535)", h.Listen)
+		case host != "" && host != "localhost" && net.ParseIP(host) == nil:
+			v.errorf("http.listen", "%q: the host must be an IP address or localhost", h.Listen)
+		}
+	}
+	if h.AdminToken.IsSet() && len(h.AdminToken.Reveal()) < MinAdminTokenLength {
+		v.errorf("http.admin_token", "is too short: use at least %d characters (e.g. from openssl rand -hex 32)", MinAdminTokenLength)
+	}
+	if h.AdminToken.IsSet() && h.Listen == "" {
+		v.errorf("http.admin_token", "has no effect without http.listen")
 	}
 }

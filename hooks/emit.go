@@ -297,6 +297,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*r
 			}
 			h := hooks[j]
 			elapsed := time.Since(sl.start)
+			h.stats.abandoned.Add(1)
 			em.finished(ctx, h, elapsed, OutcomeTimeout, nil)
 			sl.hc.release()
 			if ended(s.stop) {
@@ -497,6 +498,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*
 				}
 				h := hooks[j]
 				elapsed := time.Since(sl.start)
+				h.stats.abandoned.Add(1)
 				em.finished(ctx, h, elapsed, OutcomeTimeout, nil)
 				sl.hc.release()
 				if int(s.next.Load()) < n {

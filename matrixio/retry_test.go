@@ -176,7 +176,10 @@ func TestRetry(t *testing.T) {
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
 			cli := newTestClient(t, ts.URL)
-			r, waits := recordingRetrier(policy)
+			obs := &retryLog{}
+			p := policy
+			p.Observer = obs
+			r, waits := recordingRetrier(p)
 			var resp *mautrix.RespWhoami
 			err := r.do(t.Context(), "whoami", tt.mode, func(ctx context.Context) (err error) {
 				resp, err = cli.Whoami(ctx)
@@ -201,9 +204,22 @@ func TestRetry(t *testing.T) {
 			if fmt.Sprint(*waits) != fmt.Sprint(tt.wantWaits) {
 				t.Errorf("waits = %v, want %v", *waits, tt.wantWaits)
 			}
+			// The observer hears of every retry, before its wait.
+			var want []Retry
+			for i, w := range tt.wantWaits {
+				st := tt.steps[min(i, len(tt.steps)-1)]
+				want = append(want, Retry{Request: "whoami", Attempt: i + 1, Wait: w, RateLimited: st.status == 429})
+			}
+			if fmt.Sprint(obs.retries) != fmt.Sprint(want) {
+				t.Errorf("observed %+v, want %+v", obs.retries, want)
+			}
 		})
 	}
 }
+
+type retryLog struct{ retries []Retry }
+
+func (l *retryLog) Retrying(_ context.Context, r Retry) { l.retries = append(l.retries, r) }
 
 // errAnyHTTP marks test cases that expect some mautrix.HTTPError.
 var errAnyHTTP = errors.New("any HTTP error")

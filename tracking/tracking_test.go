@@ -132,6 +132,15 @@ func TestRecordDeduplicatesAcrossAccounts(t *testing.T) {
 		if body := pending[0].Content.AsMessage().Body; body != "hello" {
 			t.Errorf("replayed body = %q, want the first recording's %q", body, "hello")
 		}
+		if n, err := s.Backlog(ctx); n != 2 || err != nil {
+			t.Errorf("Backlog = %d, %v; want 2", n, err)
+		}
+		if err := s.MarkHandled(ctx, "$1"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Backlog(ctx); n != 1 || err != nil {
+			t.Errorf("Backlog after one was handled = %d, %v; want 1", n, err)
+		}
 	})
 }
 

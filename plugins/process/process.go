@@ -208,6 +208,7 @@ type Plugin struct {
 	state        state
 	unavailable  error // why calls fail while inst is nil
 	crashes      []time.Time
+	restarts     int // successful restarts after crashes
 	restartTimer *time.Timer
 	closing      bool
 
@@ -377,6 +378,39 @@ func (p *Plugin) Healthy() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.state == stateRunning || p.state == stateRestarting
+}
+
+// State names of Status.State.
+const (
+	StateRunning    = "running"    // the process runs and answers calls
+	StateRestarting = "restarting" // it crashed; a restart is scheduled
+	StateDisabled   = "disabled"   // it crashed too often; calls fail until a reload
+	StateClosed     = "closed"     // Close was called
+)
+
+var stateNames = [...]string{stateRunning: StateRunning, stateRestarting: StateRestarting, stateDisabled: StateDisabled, stateClosed: StateClosed}
+
+// Status is a process plugin's supervision state, for metrics and the admin
+// API.
+type Status struct {
+	// State is one of StateRunning, StateRestarting, StateDisabled and
+	// StateClosed.
+	State string `json:"state"`
+	// Restarts counts the restarts after a crash since the plugin started.
+	Restarts int `json:"restarts"`
+	// PID is the running process's id (0 when none runs).
+	PID int `json:"pid,omitempty"`
+}
+
+// Status reports the plugin's supervision state.
+func (p *Plugin) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Status{State: stateNames[p.state], Restarts: p.restarts}
+	if p.inst != nil && p.state == stateRunning {
+		st.PID = p.inst.pid
+	}
+	return st
 }
 
 // live returns the running instance, or why there is none.
@@ -614,6 +648,7 @@ func (p *Plugin) restart() {
 	}
 	p.inst = inst
 	p.state = stateRunning
+	p.restarts++
 	p.unavailable = nil
 	p.mu.Unlock()
 	p.watch(inst)
