@@ -50,6 +50,9 @@ type Config struct {
 	Attachments Attachments `yaml:"attachments"`
 	// Usage sets daily token budgets (token usage is always recorded).
 	Usage Usage `yaml:"usage"`
+	// MCPServers maps a server name (^[a-z0-9_-]+$) to an MCP tool server
+	// whose tools agents may call as mcp:NAME/TOOL.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`
