@@ -134,12 +134,12 @@ type Server struct {
 
 // conn is one connection: a session, and for a stdio server its process.
 type conn struct {
-	sess   *sdk.ClientSession
-	cmd    *exec.Cmd
-	pid    int
-	exited chan struct{} // closed once the process was reaped
-	tail   *tail
-	waitMu sync.Mutex
+	sess    *sdk.ClientSession
+	cmd     *exec.Cmd
+	pid     int
+	exited  chan struct{} // closed once the process was reaped
+	tail    *tail
+	waitMu  sync.Mutex
 	waitErr error
 }
 
