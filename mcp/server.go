@@ -160,6 +160,8 @@ func New(ctx context.Context, spec Spec) *Server {
 		crashes: restart.New(spec.Restart),
 	}
 	s.client = sdk.NewClient(&sdk.Implementation{Name: "hookroom", Version: "1"}, &sdk.ClientOptions{
+		// No roots: servers use what their configuration gives them.
+		Capabilities:           &sdk.ClientCapabilities{},
 		ToolListChangedHandler: s.toolsChanged,
 	})
 	return s
