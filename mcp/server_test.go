@@ -61,7 +61,7 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-func testContext(t *testing.T) (context.Context, *logBuffer) {
+func testContext(t testing.TB) (context.Context, *logBuffer) {
 	logs := &logBuffer{}
 	log := zerolog.New(logs)
 	ctx, cancel := context.WithTimeout(log.WithContext(context.Background()), time.Minute)
