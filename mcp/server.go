@@ -626,6 +626,7 @@ func (s *Server) onExit(c *conn) {
 		return
 	}
 	s.conn = nil
+	_ = signalGroup(c.pid, sigKill) // what it started (npx's node) goes with it
 	go func() { _ = c.sess.Close() }()
 	s.crashedLocked(c.exitDescription())
 }
