@@ -94,6 +94,35 @@ func (s MCPServer) CrashLimitOrDefault() int {
 	return DefaultMCPCrashLimit
 }
 
+func (s MCPServer) clone() MCPServer {
+	s.Args = slices.Clone(s.Args)
+	s.Env = slices.Clone(s.Env)
+	s.Headers = maps.Clone(s.Headers)
+	s.Sandbox.Enabled = clonePtr(s.Sandbox.Enabled)
+	s.Sandbox.ReadOnly = slices.Clone(s.Sandbox.ReadOnly)
+	s.Sandbox.ReadWrite = slices.Clone(s.Sandbox.ReadWrite)
+	s.Enabled = clonePtr(s.Enabled)
+	return s
+}
+
+// redactMCP masks the MCP servers' arguments and URLs that came from
+// ${VAR} substitution (they may hold tokens); headers are Secrets and mask
+// themselves.
+func (c *Config) redactMCP() {
+	for name, s := range c.MCPServers {
+		p := MCPServerPath(name)
+		for i := range s.Args {
+			if c.fromEnv[joinIndex(joinKey(p, "args"), i)] {
+				s.Args[i] = redacted
+			}
+		}
+		if c.fromEnv[joinKey(p, "url")] {
+			s.URL = redacted
+		}
+		c.MCPServers[name] = s
+	}
+}
+
 // MCPServerNames returns the names of the configured MCP servers, sorted.
 func (c *Config) MCPServerNames() []string { return sortedKeys(c.MCPServers) }
 

@@ -59,6 +59,37 @@ func TestMCPServers(t *testing.T) {
 	}
 }
 
+func TestMCPServersRedactedAndCloned(t *testing.T) {
+	src := minimal + `mcp_servers:
+  files:
+    command: srv
+    args: [--token, "${FS_TOKEN}", --plain]
+  web:
+    url: "https://h/mcp?key=${WEB_KEY}"
+`
+	c := mustParse(t, src, map[string]string{"FS_TOKEN": "fs-secret-token", "WEB_KEY": "web-secret-key"})
+	if got := c.MCPServers["files"].Args; !reflect.DeepEqual(got, []string{"--token", "fs-secret-token", "--plain"}) {
+		t.Fatalf("args = %q", got)
+	}
+	s := c.String()
+	for _, secret := range []string{"fs-secret-token", "web-secret-key"} {
+		if strings.Contains(s, secret) {
+			t.Errorf("String() leaks %s:\n%s", secret, s)
+		}
+	}
+	if !strings.Contains(s, "--plain") {
+		t.Errorf("String() lost the plain argument:\n%s", s)
+	}
+	if got := c.MCPServers["files"].Args[1]; got != "fs-secret-token" {
+		t.Errorf("redacting changed the configuration: %q", got)
+	}
+	cl := c.Clone()
+	cl.MCPServers["files"].Args[0] = "changed"
+	if c.MCPServers["files"].Args[0] != "--token" {
+		t.Error("Clone shares the args slice")
+	}
+}
+
 func TestMCPServerErrors(t *testing.T) {
 	tests := []struct {
 		name string

@@ -734,7 +734,7 @@ func (s *Server) spawn(ctx context.Context) (*conn, error) {
 		for _, f := range []*os.File{inW, outR, errR} {
 			_ = f.Close()
 		}
-		return fail("failed to run %s: %v", describe(argv), err)
+		return fail("failed to run %s: %v", argv[0], err) // not the arguments: they may hold ${VAR} secrets
 	}
 	c := &conn{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), tail: newTail(10)}
 	s.mu.Lock()
@@ -838,14 +838,6 @@ func (c *conn) exitDescription() string {
 		d += "; stderr: " + strings.Join(lines, " | ")
 	}
 	return d
-}
-
-func describe(argv []string) string {
-	s := strings.Join(argv, " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }
 
 // tail keeps the last n lines.
