@@ -605,8 +605,8 @@ func (s *Server) stop(c *conn) {
 		return
 	}
 	for _, sig := range []os.Signal{nil, sigTerm, sigKill} {
-		if sig != nil {
-			_ = signalGroup(c.pid, sig)
+		if sig != nil && signalGroup(c.pid, sig) != nil {
+			_ = c.cmd.Process.Signal(sig) // no process groups here
 		}
 		select {
 		case <-c.exited:
@@ -760,7 +760,9 @@ func (s *Server) spawn(ctx context.Context) (*conn, error) {
 	abort := func(format string, args ...any) (*conn, error) {
 		_ = inW.Close()
 		_ = outR.Close()
-		_ = signalGroup(c.pid, sigKill)
+		if signalGroup(c.pid, sigKill) != nil {
+			_ = cmd.Process.Kill()
+		}
 		<-c.exited
 		msg := fmt.Sprintf(format, args...)
 		if d := c.exitDescription(); d != "" {
