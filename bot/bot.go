@@ -16,6 +16,7 @@ import (
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/mcp"
 	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/schedule"
 	"github.com/hookroom/hookroom/tracking"
@@ -109,6 +110,10 @@ type world struct {
 	plugins *plugins.Set // nil when Options.Registry replaced plugin loading
 	// tools are each agent's effective tools (resolveTools).
 	tools map[hooks.AgentName][]ToolInfo
+	// mcp is the MCP servers of cfg (nil: none loaded); mcpTools follows
+	// their tool lists (effectiveTools).
+	mcp      *mcp.Set
+	mcpTools mcpToolState
 }
 
 // w returns the world in service.
@@ -181,6 +186,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 		return nil, b.closeWith(err)
 	}
 	b.live.Store(reg)
+	if b.w().mcp, err = b.loadMCP(ctx, cfg, nil, false); err != nil {
+		return nil, b.closeWith(err)
+	}
 	if err := applyTools(ctx, b.w()); err != nil {
 		return nil, b.closeWith(err)
 	}
@@ -198,6 +206,9 @@ func (b *Bot) closeWith(err error) error {
 func (b *Bot) Close() {
 	if w := b.w(); w != nil && w.plugins != nil {
 		_ = w.plugins.Close()
+	}
+	if w := b.w(); w != nil {
+		_ = w.mcp.Close()
 	}
 	if b.db != nil {
 		_ = b.db.Close()
@@ -306,6 +317,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if set := b.w().plugins; set != nil {
 		_ = set.Close()
 	}
+	_ = b.w().mcp.Close()
 	b.log.Info().Msg("hookroom stopped")
 	return b.syncs.err()
 }

@@ -21,6 +21,9 @@ import (
 type ReloadReport struct {
 	Config  config.Changes
 	Plugins []string // "added audit_log", "restarted geo", …
+	// MCP says what happened to the MCP servers: "started files",
+	// "restarted github", "stopped old".
+	MCP []string
 	// NeedsRestart lists changes that only take effect after a restart.
 	NeedsRestart []string
 	Took         time.Duration
@@ -59,6 +62,11 @@ func (r ReloadReport) Summary() string {
 		if c.PluginOrder {
 			parts = append(parts, "plugin order")
 		}
+	}
+	if len(r.MCP) > 0 {
+		parts = append(parts, "mcp_servers: "+strings.Join(r.MCP, ", "))
+	} else {
+		list("mcp_servers", c.MCPServersAdded, c.MCPServersRemoved, c.MCPServersChanged)
 	}
 	for _, f := range []struct {
 		set  bool
@@ -121,7 +129,7 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	next := &world{
 		cfg: cfg, agents: map[hooks.AgentName]*matrixio.Account{}, accounts: maps.Clone(old.accounts),
 		rooms: map[string]id.RoomID{}, joined: map[hooks.AgentName][]id.RoomID{},
-		models: old.models, specs: old.specs, plugins: old.plugins,
+		models: old.models, specs: old.specs, plugins: old.plugins, mcp: old.mcp,
 	}
 	if rep.Config.Models {
 		if next.models, next.specs, err = buildModels(cfg); err != nil {
@@ -139,6 +147,13 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 		next.plugins, reg = set, r
 		rep.Plugins = set.Changes(old.plugins)
 	}
+	// MCP servers: unchanged ones carried over running, the others started
+	// (a server that does not start is a warning, not a failed reload).
+	if next.mcp, err = b.loadMCP(ctx, cfg, old.mcp, force); err != nil {
+		b.discard(next, old)
+		return rep, fmt.Errorf("failed to reload: %w", err)
+	}
+	rep.MCP = next.mcp.Changes(old.mcp)
 	if err := applyTools(ctx, next); err != nil {
 		b.discard(next, old)
 		return rep, fmt.Errorf("failed to reload: %w", err)
@@ -191,6 +206,9 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	if old.plugins != nil && old.plugins != next.plugins {
 		_ = old.plugins.Close() // stops only what the new set does not use
 	}
+	if old.mcp != next.mcp {
+		_ = old.mcp.Close() // likewise
+	}
 	b.emitReloaded(ctx, rep)
 	zerolog.Ctx(ctx).Info().Str("changes", rep.Summary()).Str("took", logDuration(rep.Took)).Msg("configuration reloaded")
 	return rep, nil
@@ -208,6 +226,9 @@ func (b *Bot) reloadAndLog(ctx context.Context) {
 func (b *Bot) discard(next, old *world) {
 	if next.plugins != nil && next.plugins != old.plugins {
 		_ = next.plugins.Close()
+	}
+	if next.mcp != old.mcp {
+		_ = next.mcp.Close()
 	}
 }
 

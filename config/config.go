@@ -55,6 +55,9 @@ type Config struct {
 	// HTTP is the optional listener for health, readiness, metrics and the
 	// admin API. Off unless http.listen is set.
 	HTTP HTTP `yaml:"http"`
+	// MCPServers maps a server name (^[a-z0-9_-]+$) to an MCP tool server
+	// whose tools agents may call as mcp:NAME/TOOL.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`

@@ -143,6 +143,8 @@ func (c *Config) ApplyDefaults() {
 		}
 	}
 
+	c.applyMCPDefaults()
+
 	if c.Hooks.CollectorConcurrency == 0 {
 		c.Hooks.CollectorConcurrency = DefaultCollectorConcurrency
 	}

@@ -19,6 +19,9 @@ type Changes struct {
 	// (PluginEntry.Identity). A plugin is changed when its entry differs
 	// (settings, hook overrides, enabled).
 	PluginsAdded, PluginsRemoved, PluginsChanged []string
+	// MCPServersAdded, MCPServersRemoved and MCPServersChanged hold the
+	// names of mcp_servers entries.
+	MCPServersAdded, MCPServersRemoved, MCPServersChanged []string
 	// PluginOrder is set when plugins present in both lists appear in a
 	// different order (which changes hook order on priority ties).
 	PluginOrder bool
@@ -68,6 +71,7 @@ func Diff(old, new *Config) Changes {
 	ch.AgentsAdded, ch.AgentsRemoved, ch.AgentsChanged = diffMaps(old.Agents, new.Agents)
 	ch.RoomsAdded, ch.RoomsRemoved, ch.RoomsChanged = diffMaps(old.Rooms, new.Rooms)
 	ch.PluginsAdded, ch.PluginsRemoved, ch.PluginsChanged, ch.PluginOrder = diffPlugins(old.Plugins, new.Plugins)
+	ch.MCPServersAdded, ch.MCPServersRemoved, ch.MCPServersChanged = diffMaps(old.MCPServers, new.MCPServers)
 
 	a, r, c := diffMaps(old.Models, new.Models)
 	ch.Models = len(a)+len(r)+len(c) > 0
@@ -164,6 +168,7 @@ func (ch Changes) String() string {
 	list("agents", ch.AgentsAdded, ch.AgentsRemoved, ch.AgentsChanged)
 	list("rooms", ch.RoomsAdded, ch.RoomsRemoved, ch.RoomsChanged)
 	list("plugins", ch.PluginsAdded, ch.PluginsRemoved, ch.PluginsChanged)
+	list("mcp_servers", ch.MCPServersAdded, ch.MCPServersRemoved, ch.MCPServersChanged)
 	for _, f := range []struct {
 		set  bool
 		name string

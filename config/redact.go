@@ -46,6 +46,12 @@ func (c *Config) Clone() *Config {
 			n.Plugins[i] = p.clone()
 		}
 	}
+	if c.MCPServers != nil {
+		n.MCPServers = make(map[string]MCPServer, len(c.MCPServers))
+		for k, m := range c.MCPServers {
+			n.MCPServers[k] = m.clone()
+		}
+	}
 	n.lines = maps.Clone(c.lines)
 	n.fromEnv = maps.Clone(c.fromEnv)
 	n.envValues = maps.Clone(c.envValues)
@@ -125,6 +131,7 @@ func (c *Config) Redacted() *Config {
 			n.redactSettings(s, joinKey(joinIndex("plugins", i), "settings"))
 		}
 	}
+	n.redactMCP()
 	return n
 }
 

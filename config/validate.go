@@ -45,6 +45,7 @@ func (c *Config) validate() ErrorList {
 	v.agents()
 	v.authorization()
 	v.plugins()
+	v.mcpServers()
 	v.engine()
 	v.attachments()
 	v.usage()

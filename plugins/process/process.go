@@ -18,6 +18,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/restart"
 	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
 	"github.com/hookroom/hookroom/plugins/process/protocol"
 	"github.com/hookroom/hookroom/sandbox"
@@ -207,7 +208,7 @@ type Plugin struct {
 	inst         *instance
 	state        state
 	unavailable  error // why calls fail while inst is nil
-	crashes      []time.Time
+	crashes      *restart.Tracker
 	restarts     int // successful restarts after crashes
 	restartTimer *time.Timer
 	closing      bool
@@ -258,6 +259,9 @@ func Start(ctx context.Context, spec Spec) (*Plugin, error) {
 		sup:  sup,
 		log:  zerolog.Ctx(ctx).With().Str("plugin", spec.Name).Logger(),
 		invs: map[uint64]*invocation{},
+		crashes: restart.New(restart.Policy{
+			Delay: sup.RestartDelay, MaxDelay: sup.MaxRestartDelay, Limit: sup.CrashLimit, Window: sup.CrashWindow,
+		}),
 	}
 	p.stderrLimit = newRateLimiter(sup.StderrLinesPerSecond, sup.StderrBurst)
 	p.mask = secretMasker(spec.Secrets)
@@ -585,26 +589,16 @@ func (p *Plugin) onExit(inst *instance) {
 // crashedLocked records a crash (the process exited or could not be
 // restarted) and schedules a restart or disables the plugin.
 func (p *Plugin) crashedLocked(why string) {
-	now := time.Now()
-	recent := p.crashes[:0]
-	for _, t := range p.crashes {
-		if now.Sub(t) < p.sup.CrashWindow {
-			recent = append(recent, t)
-		}
-	}
-	p.crashes = append(recent, now)
-	n := len(p.crashes)
-	if n >= p.sup.CrashLimit {
+	d := p.crashes.Crash(time.Now())
+	n := d.Recent
+	if d.Disable {
 		p.state = stateDisabled
 		p.unavailable = fmt.Errorf("process plugin %q: %w (%d crashes within %v; last: %s)", p.spec.Name, ErrDisabled, n, p.sup.CrashWindow, why)
 		p.log.Error().Int("crashes", n).Dur("window", p.sup.CrashWindow).Str("last_crash", why).
 			Msgf("process plugin %q disabled: it crashed %d times within %v; its hooks and tools fail until the next reload", p.spec.Name, n, p.sup.CrashWindow)
 		return
 	}
-	delay := p.sup.RestartDelay << (n - 1)
-	if delay > p.sup.MaxRestartDelay || delay <= 0 {
-		delay = p.sup.MaxRestartDelay
-	}
+	delay := d.Delay
 	p.state = stateRestarting
 	p.unavailable = fmt.Errorf("process plugin %q: %w: restarting after it %s", p.spec.Name, ErrUnavailable, why)
 	p.log.Warn().Str("reason", why).Int("recent_crashes", n).Dur("restart_in", delay).
