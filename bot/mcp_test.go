@@ -61,7 +61,7 @@ func TestResolveMCPTools(t *testing.T) {
 		{name: "unknown server", tools: "      - mcp:nope/echo\n",
 			wantErr: `config.yaml:13: agents.a.tools[0]: "mcp:nope/echo": no MCP server matches "mcp:nope" (mcp_servers lists them; a disabled one offers no tools); tool sources: builtin, mcp:other, mcp:web`},
 		{name: "a tool the server does not offer (now) is a warning", tools: "      - mcp:web/later\n",
-			wantWarn: `config.yaml:13: agents.a.tools[0]: "mcp:web/later" selects no tool right now (the MCP server offers none that match, or has not listed its tools yet); built-in tools are current_time, room_info; no enabled plugin offers tools; MCP tools are mcp:other/echo, mcp:web/echo`},
+			wantWarn: `config.yaml:13: agents.a.tools[0]: "mcp:web/later" selects no tool right now (the MCP server offers none that match, or has not listed its tools yet); built-in tools are current_time, room_info, schedule; no enabled plugin offers tools; MCP tools are mcp:other/echo, mcp:web/echo`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
