@@ -50,6 +50,8 @@ type Config struct {
 	Attachments Attachments `yaml:"attachments"`
 	// Usage sets daily token budgets (token usage is always recorded).
 	Usage Usage `yaml:"usage"`
+	// ToolApproval decides which tool calls wait for a person's approval.
+	ToolApproval ToolApproval `yaml:"tool_approval"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`

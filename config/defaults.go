@@ -150,6 +150,11 @@ func (c *Config) ApplyDefaults() {
 	if c.Attachments.MaxPerTurn == 0 {
 		c.Attachments.MaxPerTurn = DefaultAttachmentsPerTurn
 	}
+	c.ToolApproval.Rules = nilIfEmpty(c.ToolApproval.Rules)
+	for i, r := range c.ToolApproval.Rules {
+		r.Tools, r.Agents, r.Rooms = nilIfEmpty(r.Tools), nilIfEmpty(r.Agents), nilIfEmpty(r.Rooms)
+		c.ToolApproval.Rules[i] = r
+	}
 }
 
 // defaultModel is the model used where none is named: the one called

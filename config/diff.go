@@ -43,6 +43,8 @@ type Changes struct {
 	Attachments bool
 	// Usage is set when the token budgets of the usage section changed.
 	Usage bool
+	// ToolApproval is set when the tool_approval section changed.
+	ToolApproval bool
 }
 
 // Diff compares two configurations. A nil old configuration counts as empty
@@ -71,6 +73,7 @@ func Diff(old, new *Config) Changes {
 	ch.Log = old.Log != new.Log
 	ch.Attachments = old.Attachments != new.Attachments
 	ch.Usage = old.Usage != new.Usage
+	ch.ToolApproval = !reflect.DeepEqual(old.ToolApproval, new.ToolApproval)
 	return ch
 }
 
@@ -154,7 +157,7 @@ func (ch Changes) String() string {
 		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.Models, "models"},
 		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
-		{ch.Usage, "usage"},
+		{ch.Usage, "usage"}, {ch.ToolApproval, "tool_approval"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

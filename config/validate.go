@@ -46,6 +46,7 @@ func (c *Config) validate() ErrorList {
 	v.engine()
 	v.attachments()
 	v.usage()
+	v.toolApproval()
 	sortErrors(v.errs)
 	return v.errs
 }
