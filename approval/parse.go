@@ -74,7 +74,9 @@ func ParseReply(body string) (Decision, string) {
 	if text == "" {
 		return NoDecision, ""
 	}
-	end := strings.IndexFunc(text, func(r rune) bool { return unicode.IsSpace(r) || r == ',' || r == ':' || r == '.' || r == '!' || r == ';' || r == '-' })
+	end := strings.IndexFunc(text, func(r rune) bool {
+		return unicode.IsSpace(r) || r == ',' || r == ':' || r == '.' || r == '!' || r == ';' || r == '-'
+	})
 	word, rest := text, ""
 	if end >= 0 {
 		word, rest = text[:end], text[end:]
