@@ -59,6 +59,10 @@ type turn struct {
 
 	used       agents.Usage // what the model calls used (spent)
 	modelCalls int
+
+	parent        context.Context // the turn's context before its deadline and stop
+	clock         *turnClock      // the turn's deadline, paused while it waits for approvals
+	usedApprovals []string        // approvals this run asked for (ids)
 }
 
 // scopeKey is the history scope of a message: its room and thread.
@@ -82,8 +86,13 @@ func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope
 // run carries the turn from claim to delivery; exactly one of
 // message:after_response and message:cancelled fires.
 func (t *turn) run(parent context.Context) {
-	ctx, cancel := context.WithTimeout(parent, turnTimeout)
-	defer cancel()
+	// The turn's deadline does not count the time it waits for a person's
+	// approval of a tool call.
+	t.parent = parent
+	ctx, expire := context.WithCancelCause(parent)
+	defer expire(nil)
+	t.clock = startTurnClock(turnTimeout, func() { expire(errTurnTimeout) })
+	defer t.clock.stop()
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	t.b.turnsByEvent.start(t.ev.ID, stop)
@@ -98,6 +107,16 @@ func (t *turn) run(parent context.Context) {
 		return
 	}
 
+	if t.replayed {
+		// Approvals an earlier run stored for calls this run no longer
+		// makes are cancelled, visibly, when it ends (not at a shutdown:
+		// the next run may still make them).
+		defer func() {
+			if parent.Err() == nil {
+				t.cancelLeftoverApprovals(ctx)
+			}
+		}()
+	}
 	if done := t.claim(ctx); done {
 		return
 	}
@@ -149,7 +168,7 @@ func (t *turn) run(parent context.Context) {
 		Model: t.b.modelFor(t.agent), Messages: msgs, Tools: t.b.toolsFor(t.agent),
 		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
 		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
-		OnText: t.onText,
+		OnText: t.onText, NeedsApproval: t.needsApproval, Approve: t.approve,
 	})
 	t.spent(res)
 	stopDelivery()
@@ -172,8 +191,9 @@ func (t *turn) run(parent context.Context) {
 }
 
 var (
-	errStopped  = errors.New("stopped with " + stopKey)
-	errRedacted = errors.New("the message was redacted")
+	errTurnTimeout = fmt.Errorf("the turn took longer than %s: %w", turnTimeout, context.DeadlineExceeded)
+	errStopped     = errors.New("stopped with " + stopKey)
+	errRedacted    = errors.New("the message was redacted")
 )
 
 // stopCause reports why ctx was cancelled on purpose: a 🛑 reaction
