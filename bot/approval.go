@@ -293,8 +293,8 @@ func (b *Bot) mayDecide(user id.UserID, a approval.Approval) bool {
 }
 
 // resolveApproval decides a pending approval (the first decision wins),
-// wakes the turn waiting for it, edits its card and fires
-// tool:approval_resolved. It returns the approval as stored and whether
+// fires tool:approval_resolved, wakes the turn waiting for it and edits
+// its card. It returns the approval as stored and whether
 // this call decided it.
 func (b *Bot) resolveApproval(ctx context.Context, a approval.Approval, status approval.Status, by id.UserID, reason string) (approval.Approval, bool) {
 	log := zerolog.Ctx(ctx)
@@ -311,10 +311,6 @@ func (b *Bot) resolveApproval(ctx context.Context, a approval.Approval, status a
 	}
 	a.Status, a.DecidedBy, a.DecisionReason, a.DecidedAt = status, by, reason, time.Now()
 	log.Info().Str("approval", a.ID).Str("tool", a.Tool).Str("status", string(status)).Stringer("by", by).Msg("approval decided")
-	b.approvalWaits.notify(a.ID)
-	if a.CardEventID != "" {
-		b.editCard(ctx, a)
-	}
 	reg := b.live.Load()
 	if reg.Has(hooks.ToolApprovalResolved.Name()) {
 		c := &hooks.ToolApprovalResolvedContext{
@@ -329,6 +325,12 @@ func (b *Bot) resolveApproval(ctx context.Context, a approval.Approval, status a
 		if err := hooks.Emit(context.WithoutCancel(ctx), reg, hooks.ToolApprovalResolved, c); err != nil {
 			log.Warn().Err(err).Msg("tool:approval_resolved hooks did not finish")
 		}
+	}
+	// The turn goes on before the card shows the outcome: it waits for the
+	// decision, not for the homeserver.
+	b.approvalWaits.notify(a.ID)
+	if a.CardEventID != "" {
+		b.editCard(ctx, a)
 	}
 	return a, true
 }
@@ -408,13 +410,13 @@ func outcomeText(a approval.Approval) string {
 	}
 	switch a.Status {
 	case approval.Approved:
-		return fmt.Sprintf("✅ **Approved**%s%s. %s runs.", by, reason, call)
+		return fmt.Sprintf("✅ Approved%s%s. %s runs.", by, reason, call)
 	case approval.Denied:
-		return fmt.Sprintf("❌ **Denied**%s%s. %s was not run.", by, reason, call)
+		return fmt.Sprintf("❌ Denied%s%s. %s was not run.", by, reason, call)
 	case approval.Expired:
-		return fmt.Sprintf("⌛ **Expired**: nobody answered by %s, so %s was denied.", a.ExpiresAt.UTC().Format("15:04:05 UTC"), call)
+		return fmt.Sprintf("⌛ Expired: nobody answered by %s, so %s was denied.", a.ExpiresAt.UTC().Format("15:04:05 UTC"), call)
 	}
-	return fmt.Sprintf("🚫 **Cancelled**%s. %s was not run.", reason, call)
+	return fmt.Sprintf("🚫 Cancelled%s. %s was not run.", reason, call)
 }
 
 // summarizeArgs shows a call's arguments on one line, shortened.
