@@ -163,7 +163,9 @@ func (t *turn) storedApproval(ctx context.Context, req agents.ApprovalRequest) (
 	}
 	args := canonicalJSON(req.Call.Arguments)
 	for _, pass := range []func(a approval.Approval) bool{
-		func(a approval.Approval) bool { return req.CallID != "" && a.CallID == req.CallID && a.Tool == req.Call.Tool },
+		func(a approval.Approval) bool {
+			return req.CallID != "" && a.CallID == req.CallID && a.Tool == req.Call.Tool
+		},
 		func(a approval.Approval) bool { return a.Tool == req.Call.Tool && canonicalJSON(a.Arguments) == args },
 	} {
 		for _, a := range list {
