@@ -151,8 +151,8 @@ func (t *turn) approve(ctx context.Context, req agents.ApprovalRequest) (bool, s
 }
 
 // storedApproval returns the approval a previous run of this turn stored
-// for the same call (same call id, or same tool and arguments) that this
-// run has not used yet.
+// for the same call (same tool and arguments; the same call id preferred)
+// that this run has not used yet.
 func (t *turn) storedApproval(ctx context.Context, req agents.ApprovalRequest) (approval.Approval, bool, error) {
 	if !t.replayed {
 		return approval.Approval{}, false, nil
@@ -161,18 +161,21 @@ func (t *turn) storedApproval(ctx context.Context, req agents.ApprovalRequest) (
 	if err != nil {
 		return approval.Approval{}, false, err
 	}
+	// Only the same tool with the same arguments: an approval never
+	// carries over to another call. The same call id first.
 	args := canonicalJSON(req.Call.Arguments)
-	for _, pass := range []func(a approval.Approval) bool{
-		func(a approval.Approval) bool {
-			return req.CallID != "" && a.CallID == req.CallID && a.Tool == req.Call.Tool
-		},
-		func(a approval.Approval) bool { return a.Tool == req.Call.Tool && canonicalJSON(a.Arguments) == args },
-	} {
-		for _, a := range list {
-			if a.Agent == t.agent && a.Status != approval.Cancelled && !slices.Contains(t.usedApprovals, a.ID) && pass(a) {
-				return a, true, nil
-			}
+	var match *approval.Approval
+	for i, a := range list {
+		if a.Agent != t.agent || a.Tool != req.Call.Tool || a.Status == approval.Cancelled ||
+			slices.Contains(t.usedApprovals, a.ID) || canonicalJSON(a.Arguments) != args {
+			continue
 		}
+		if match == nil || (req.CallID != "" && a.CallID == req.CallID && match.CallID != req.CallID) {
+			match = &list[i]
+		}
+	}
+	if match != nil {
+		return *match, true, nil
 	}
 	return approval.Approval{}, false, nil
 }
