@@ -362,3 +362,59 @@ func TestGateHookRequiresApproval(t *testing.T) {
 		t.Errorf("%d cards for the call a hook approved, want 0", n)
 	}
 }
+
+// In an encrypted room the card is encrypted and readable, and an answer
+// in the thread is decrypted and counts.
+func TestApprovalInEncryptedRoom(t *testing.T) {
+	e := newEnv(t)
+	llm := llmtest.NewServer(t)
+	alice := e.hs.RegisterUser(t, "alice")
+	cfg := e.config(fmt.Sprintf(`models:
+  agent:
+    provider: openai
+    base_url: %s
+    model: m
+rooms:
+  secret:
+    alias: %s
+    invite: ["%s"]
+authorization:
+  global_users: ["%s"]
+agents:
+  helper:
+    username: %s
+    rooms: [secret]
+    tools: [room_info]
+tool_approval:
+  rules:
+    - tools: [room_info]
+      action: require_approval
+`, llm.URL, e.localpart("secret"), alice.UserID, alice.UserID, e.localpart("helper")))
+	rec := &events{}
+	l := &approvalLog{rec: rec}
+	r := e.start(cfg, rec, Options{Registry: func(s hooks.Services) (*hooks.Registry, error) {
+		return hooks.NewRegistry([]hooks.Plugin{rec.plugin(), {Name: "test", Hooks: l.hooks()}}, hooks.Options{Services: s})
+	}})
+	room := r.bot.w().rooms["secret"]
+	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
+
+	llm.Script(llmtest.Calls(llmtest.ToolCall("c1", "room_info", `{}`)), llmtest.Text("A secret room."))
+	q := phone.SendText(t, room, "which room is this?")
+	card := phone.WaitMessage(t, room, hstest.Match{Sender: e.userID("router"), Contains: "Approval needed", ThreadRoot: q})
+	if !card.Encrypted || card.Undecryptable || !strings.Contains(card.FinalBody, "room_info") {
+		t.Fatalf("card encrypted=%v undecryptable=%v body %q", card.Encrypted, card.Undecryptable, card.FinalBody)
+	}
+	phone.Send(t, room, hstest.Outgoing{Body: "yes", ThreadRoot: q})
+	phone.WaitMessage(t, room, hstest.Match{Sender: e.userID("helper"), Contains: "A secret room.", ThreadRoot: q})
+	calls, resolved := l.snapshot()
+	if len(calls) != 1 || calls[0].Blocked {
+		t.Errorf("tool calls %+v, want room_info run once", calls)
+	}
+	if len(resolved) != 1 || resolved[0].DecidedBy != alice.UserID {
+		t.Errorf("tool:approval_resolved %+v", resolved)
+	}
+	waitUntil(t, 30*time.Second, "the card to show the approval", func() bool {
+		got := phone.WaitMessage(t, room, hstest.Match{EventID: card.EventID})
+		return strings.Contains(got.FinalBody, "Approved by "+string(alice.UserID))
+	})
+}
