@@ -65,7 +65,7 @@ func (r ReloadReport) Summary() string {
 	}{
 		{c.Models, "models"}, {c.Router, "router"}, {c.Authorization, "authorization"},
 		{c.Defaults, "defaults"}, {c.Hooks, "hooks"}, {c.Attachments, "attachments"},
-		{c.Usage, "usage"},
+		{c.Usage, "usage"}, {c.ToolApproval, "tool_approval"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)
