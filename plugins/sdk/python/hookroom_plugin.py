@@ -14,6 +14,13 @@ With this module a plugin is a few decorated functions::
     async def guard(ctx):
         if ctx.tool_name == "read_file" and "secret" in str(ctx.arguments.get("path", "")):
             ctx.decline("Sensitive files must stay unread.")
+        elif ctx.tool_name.startswith("delete_"):
+            ctx.require_approval("Deleting cannot be undone.")  # a person decides
+
+    @hook("tool:approval_requested")
+    async def auto_approve(ctx):
+        if ctx.tool_name == "read_file":
+            ctx.approve("reads are fine")  # or ctx.deny(reason); neither: ask a person
 
     @tool("add", "Adds two numbers", {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
     async def add(call):
