@@ -505,6 +505,12 @@ func (b *Bot) answer(ctx context.Context, user id.UserID, a approval.Approval, d
 		log.Info().Str("approval", a.ID).Stringer("user", user).Msg("ignoring an approval answer from someone who may not decide it")
 		return false
 	}
+	if time.Now().After(a.ExpiresAt) {
+		// Too late (its turn is not waiting: hookroom was down, or the
+		// agent is gone): the deadline decided.
+		b.resolveApproval(ctx, a, approval.Expired, "", "nobody answered before the deadline")
+		return true
+	}
 	status := approval.Approved
 	if d == approval.Deny {
 		status = approval.Denied
