@@ -312,6 +312,28 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	}
 	e.waitCardText(card2.ID, "Cancelled")
 	e.rec.waitFor(t, "resolved:cancelled", 1, 30*time.Second)
+
+	// Pending across a restart, answered after it: the replayed turn
+	// waits on the same card.
+	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c3", "room_info", `{}`)))
+	q3 := e.say("once more?", "")
+	card3 := e.waitForCard(q3, 1)
+	e.bot.stop(t)
+	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c3", "room_info", `{}`)), llmtest.Text("Looked again."))
+	before := e.llm.Count()
+	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
+	e.waitUntil("the replayed turn to ask the model again", func() bool { return e.llm.Count() > before })
+	react(t, e.person, e.room, card3.ID, "✅")
+	if got := e.waitTerminal(3); got[2] != "after:Looked again." {
+		t.Fatalf("terminal %v", got)
+	}
+	if n := e.cardsIn(q3); n != 1 {
+		t.Errorf("%d approval cards in the thread, want 1", n)
+	}
+	calls, _ = l.snapshot()
+	if len(calls) != 2 || calls[1].Blocked {
+		t.Errorf("tool calls %+v, want room_info run a second time", calls)
+	}
 }
 
 // A tool:before_call hook asks for approval (no rule does); its reason is
