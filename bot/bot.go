@@ -13,6 +13,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/approval"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
@@ -74,15 +75,17 @@ type Bot struct {
 	// the world's rooms they outlive reloads.
 	invited invitedRooms
 
-	history      *agents.History
-	usage        *tokens.Store
-	sched        *schedule.Store
-	schedRunner  *schedule.Runner
-	turns        turnQueues
-	turnsByEvent turnIndex
-	syncs        syncLoops
-	typing       sync.WaitGroup // typing requests still running (see typingNotice)
-	reloadMu     sync.Mutex
+	history       *agents.History
+	usage         *tokens.Store
+	sched         *schedule.Store
+	schedRunner   *schedule.Runner
+	approvals     *approval.Store
+	approvalWaits approvalWaiters
+	turns         turnQueues
+	turnsByEvent  turnIndex
+	syncs         syncLoops
+	typing        sync.WaitGroup // typing requests still running (see typingNotice)
+	reloadMu      sync.Mutex
 
 	readyMu sync.Mutex
 	ready   map[id.UserID]bool
@@ -170,6 +173,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	}
 	b.schedRunner = schedule.NewRunner(b.sched, b.fireSchedule)
 	b.schedRunner.Grace = b.scheduleGrace
+	b.approvals = approval.New(db.Database)
+	if err := b.approvals.Upgrade(ctx); err != nil {
+		return nil, b.closeWith(err)
+	}
 	if b.w().models, b.w().specs, err = buildModels(cfg); err != nil {
 		return nil, b.closeWith(err)
 	}

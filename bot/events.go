@@ -117,6 +117,10 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 		log.Debug().Msg("ignoring an edit")
 		return false
 	}
+	if b.answerReply(ctx, ev, msg) {
+		log.Info().Msg("tool call approval answered by a reply")
+		return false
+	}
 	env := b.envelope(ev, msg)
 	candidates := b.agentsIn(ev.RoomID)
 	env.MentionedAgents = b.mentioned(msg, candidates)
@@ -216,6 +220,10 @@ func (b *Bot) handleReaction(ctx context.Context, ev *event.Event) {
 	}
 	rel := ev.Content.AsReaction().GetRelatesTo()
 	if rel == nil || rel.Type != event.RelAnnotation {
+		return
+	}
+	if b.answerCardReaction(ctx, ev, rel.EventID, rel.Key) {
+		zerolog.Ctx(ctx).Info().Msg("tool call approval answered by a reaction")
 		return
 	}
 	if rel.Key == stopKey {

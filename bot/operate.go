@@ -276,21 +276,21 @@ func arrivalFrom(ctx context.Context) time.Time {
 	return time.Now()
 }
 
-// turnClock measures a turn's stages from its message's arrival in the
+// turnStages measures a turn's stages from its message's arrival in the
 // inbox: each stage once, the outcome once.
-type turnClock struct {
+type turnStages struct {
 	m       *metrics.Metrics
 	arrived time.Time
 	seen    [4]atomic.Bool // by index in metrics.Stages
 	ended   atomic.Bool
 }
 
-func newTurnClock(ctx context.Context, m *metrics.Metrics) *turnClock {
-	return &turnClock{m: m, arrived: arrivalFrom(ctx)}
+func newTurnStages(ctx context.Context, m *metrics.Metrics) *turnStages {
+	return &turnStages{m: m, arrived: arrivalFrom(ctx)}
 }
 
 // mark records stage, unless it was recorded already.
-func (c *turnClock) mark(stage metrics.Stage) {
+func (c *turnStages) mark(stage metrics.Stage) {
 	if c == nil {
 		return
 	}
@@ -303,7 +303,7 @@ func (c *turnClock) mark(stage metrics.Stage) {
 
 // end counts the turn's outcome ("responded", "claimed" or a
 // message:cancelled reason), once.
-func (c *turnClock) end(outcome string) {
+func (c *turnStages) end(outcome string) {
 	if c == nil || c.ended.Swap(true) {
 		return
 	}

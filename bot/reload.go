@@ -74,7 +74,7 @@ func (r ReloadReport) Summary() string {
 	}{
 		{c.Models, "models"}, {c.Router, "router"}, {c.RouterProfile, "router profile"}, {c.Authorization, "authorization"},
 		{c.Defaults, "defaults"}, {c.Hooks, "hooks"}, {c.Attachments, "attachments"},
-		{c.Usage, "usage"}, {c.Schedules, "schedules"},
+		{c.Usage, "usage"}, {c.Schedules, "schedules"}, {c.ToolApproval, "tool_approval"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

@@ -61,7 +61,10 @@ type turn struct {
 	used       agents.Usage // what the model calls used (spent)
 	modelCalls int
 
-	clock *turnClock // stage latencies and the outcome, for the metrics
+	stages        *turnStages     // stage latencies and the outcome, for the metrics
+	parent        context.Context // the turn's context before its deadline and stop
+	clock         *turnClock      // the turn's deadline, paused while it waits for approvals
+	usedApprovals []string        // approvals this run asked for (ids)
 }
 
 // scopeKey is the history scope of a message: its room and thread.
@@ -76,10 +79,10 @@ func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope
 	t := &turn{
 		b: b, ev: ev, env: env, agent: agent, acct: b.w().agents[agent], reg: reg,
 		scope: b.scopeKey(env), replayed: replayed,
-		log:   zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
-		clock: newTurnClock(ctx, b.ops.metrics),
+		log:    zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
+		stages: newTurnStages(ctx, b.ops.metrics),
 	}
-	t.clock.mark(metrics.StageRouted)
+	t.stages.mark(metrics.StageRouted)
 	b.turnsByEvent.queue(ev.ID, t.scope)
 	b.turns.run(ctx, t.scope, func(ctx context.Context) { t.run(t.log.WithContext(ctx)) })
 }
@@ -87,8 +90,13 @@ func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope
 // run carries the turn from claim to delivery; exactly one of
 // message:after_response and message:cancelled fires.
 func (t *turn) run(parent context.Context) {
-	ctx, cancel := context.WithTimeout(parent, turnTimeout)
-	defer cancel()
+	// The turn's deadline does not count the time it waits for a person's
+	// approval of a tool call.
+	t.parent = parent
+	ctx, expire := context.WithCancelCause(parent)
+	defer expire(nil)
+	t.clock = startTurnClock(turnTimeout, func() { expire(errTurnTimeout) })
+	defer t.clock.stop()
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	t.b.turnsByEvent.start(t.ev.ID, stop)
@@ -103,6 +111,16 @@ func (t *turn) run(parent context.Context) {
 		return
 	}
 
+	if t.replayed {
+		// Approvals an earlier run stored for calls this run no longer
+		// makes are cancelled, visibly, when it ends (not at a shutdown:
+		// the next run may still make them).
+		defer func() {
+			if parent.Err() == nil {
+				t.cancelLeftoverApprovals(ctx)
+			}
+		}()
+	}
 	if done := t.claim(ctx); done {
 		return
 	}
@@ -154,7 +172,7 @@ func (t *turn) run(parent context.Context) {
 		Model: t.b.modelFor(t.agent), Messages: msgs, Tools: t.b.toolsFor(t.agent),
 		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
 		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
-		OnText: t.onText,
+		OnText: t.onText, NeedsApproval: t.needsApproval, Approve: t.approve,
 	})
 	t.spent(res)
 	stopDelivery()
@@ -177,8 +195,9 @@ func (t *turn) run(parent context.Context) {
 }
 
 var (
-	errStopped  = errors.New("stopped with " + stopKey)
-	errRedacted = errors.New("the message was redacted")
+	errTurnTimeout = fmt.Errorf("the turn took longer than %s: %w", turnTimeout, context.DeadlineExceeded)
+	errStopped     = errors.New("stopped with " + stopKey)
+	errRedacted    = errors.New("the message was redacted")
 )
 
 // stopCause reports why ctx was cancelled on purpose: a 🛑 reaction
@@ -315,7 +334,7 @@ func (b *Bot) systemPrompt(agent hooks.AgentName, systemBlock string) string {
 }
 
 func (t *turn) onText(delta string) {
-	t.clock.mark(metrics.StageFirstToken)
+	t.stages.mark(metrics.StageFirstToken)
 	t.mu.Lock()
 	t.text.WriteString(delta)
 	t.mu.Unlock()
@@ -375,7 +394,7 @@ func (t *turn) stream(ctx context.Context) {
 		t.mu.Lock()
 		t.visible = true
 		t.mu.Unlock()
-		t.clock.mark(metrics.StageFirstVisible)
+		t.stages.mark(metrics.StageFirstVisible)
 	}
 }
 
@@ -597,8 +616,8 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return
 	}
-	t.clock.mark(metrics.StageFirstVisible)
-	t.clock.mark(metrics.StageFinal)
+	t.stages.mark(metrics.StageFirstVisible)
+	t.stages.mark(metrics.StageFinal)
 	// The stored turn is the enriched prompt and what the model said, with
 	// the delivered text as the final answer. The prompt holds the text of
 	// the message's text files and a line naming each other file, but not
@@ -725,7 +744,7 @@ func userError(err error) string {
 }
 
 func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail string) {
-	t.clock.end(string(reason))
+	t.stages.end(string(reason))
 	ctx = context.WithoutCancel(ctx)
 	if !t.reg.Has(hooks.MessageCancelled.Name()) {
 		return
@@ -744,7 +763,7 @@ func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail 
 }
 
 func (t *turn) afterResponse(ctx context.Context, text string, evID id.EventID, kind hooks.DeliveryKind, rk hooks.ResponseKind) {
-	t.clock.end(responseOutcome(rk))
+	t.stages.end(responseOutcome(rk))
 	ctx = context.WithoutCancel(ctx)
 	if !t.reg.Has(hooks.MessageAfterResponse.Name()) {
 		return

@@ -58,6 +58,8 @@ type Config struct {
 	// MCPServers maps a server name (^[a-z0-9_-]+$) to an MCP tool server
 	// whose tools agents may call as mcp:NAME/TOOL.
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
+	// ToolApproval decides which tool calls wait for a person's approval.
+	ToolApproval ToolApproval `yaml:"tool_approval"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`

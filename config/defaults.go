@@ -167,6 +167,11 @@ func (c *Config) ApplyDefaults() {
 	if c.Schedules.MissedGrace == 0 {
 		c.Schedules.MissedGrace = DefaultMissedGrace
 	}
+	c.ToolApproval.Rules = nilIfEmpty(c.ToolApproval.Rules)
+	for i, r := range c.ToolApproval.Rules {
+		r.Tools, r.Agents, r.Rooms = nilIfEmpty(r.Tools), nilIfEmpty(r.Agents), nilIfEmpty(r.Rooms)
+		c.ToolApproval.Rules[i] = r
+	}
 }
 
 // defaultModel is the model used where none is named: the one called

@@ -56,6 +56,8 @@ type Changes struct {
 	HTTPListen bool
 	// AdminToken is set when http.admin_token changed (it reloads live).
 	AdminToken bool
+	// ToolApproval is set when the tool_approval section changed.
+	ToolApproval bool
 }
 
 // Diff compares two configurations. A nil old configuration counts as empty
@@ -92,6 +94,7 @@ func Diff(old, new *Config) Changes {
 	ch.Schedules = old.Schedules != new.Schedules
 	ch.HTTPListen = old.HTTP.Address() != new.HTTP.Address()
 	ch.AdminToken = old.HTTP.AdminToken != new.HTTP.AdminToken
+	ch.ToolApproval = !reflect.DeepEqual(old.ToolApproval, new.ToolApproval)
 	return ch
 }
 
@@ -177,7 +180,7 @@ func (ch Changes) String() string {
 		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
 		{ch.Usage, "usage"}, {ch.Schedules, "schedules"},
-		{ch.HTTPListen, "http.listen"}, {ch.AdminToken, "http.admin_token"},
+		{ch.HTTPListen, "http.listen"}, {ch.AdminToken, "http.admin_token"}, {ch.ToolApproval, "tool_approval"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

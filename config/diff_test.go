@@ -3,6 +3,7 @@ package config_test
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"maunium.net/go/mautrix/id"
 
@@ -111,9 +112,16 @@ func TestDiff(t *testing.T) {
 			c.Log.Level = "debug"
 			c.Attachments.MaxPerTurn = 9
 			c.Usage.DailyTokensPerUser = 1000
+			c.ToolApproval.Rules = []config.ApprovalRule{{Tools: []string{"shell"}, Action: config.ApprovalRequired}}
 		},
-		want: config.Changes{Matrix: true, Models: true, Authorization: true, Router: true, Defaults: true, Hooks: true, Storage: true, Log: true, Attachments: true, Usage: true},
-		str:  "matrix; models; authorization; router; defaults; hooks; storage; log; attachments; usage",
+		want: config.Changes{Matrix: true, Models: true, Authorization: true, Router: true, Defaults: true, Hooks: true, Storage: true, Log: true, Attachments: true, Usage: true, ToolApproval: true},
+		str:  "matrix; models; authorization; router; defaults; hooks; storage; log; attachments; usage; tool_approval",
+	}, {
+		name: "approval timeout",
+		change: func(c *config.Config) {
+			c.ToolApproval.Timeout = config.Duration(time.Minute)
+		},
+		want: config.Changes{ToolApproval: true},
 	}, {
 		name: "model gains vision",
 		change: func(c *config.Config) {

@@ -51,6 +51,7 @@ func (c *Config) validate() ErrorList {
 	v.usage()
 	v.schedules()
 	v.http()
+	v.toolApproval()
 	sortErrors(v.errs)
 	return v.errs
 }

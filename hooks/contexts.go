@@ -572,13 +572,22 @@ func (t *ToolCall) route() route {
 // ToolBeforeCallContext is passed to tool:before_call hooks (gate, 200 ms).
 // It fires right before each tool call. A hook may Decline the call: the
 // chain stops and the model gets a declined result with the reason instead
-// of the tool's output. A failing hook is ignored, unless its failure policy
-// is closed: then the call is declined because the gate was unavailable.
+// of the tool's output. A hook may instead RequireApproval: the chain goes
+// on (a later hook may still decline; a decline beats an approval), and
+// after the gates the call waits for a person's approval (see
+// tool:approval_requested). A failing hook is ignored, unless its failure
+// policy is closed: then the call is declined because the gate was
+// unavailable.
 type ToolBeforeCallContext struct {
 	Base
 	ToolCall
 	Declined      bool   `json:"declined"`
 	DeclineReason string `json:"decline_reason,omitempty"`
+	// ApprovalRequired is set when a hook asked for a person's approval
+	// (or a tool_approval rule did before the hooks ran); ApprovalReason
+	// says why, and is shown on the approval card.
+	ApprovalRequired bool   `json:"approval_required"`
+	ApprovalReason   string `json:"approval_reason"`
 }
 
 // Decline refuses the tool call with a reason the model will see.
@@ -587,11 +596,23 @@ func (c *ToolBeforeCallContext) Decline(reason string) {
 	c.DeclineReason = reason
 }
 
+// RequireApproval makes the call wait for a person's approval instead of
+// running right away, with a reason shown to the person. The first reason
+// given is kept.
+func (c *ToolBeforeCallContext) RequireApproval(reason string) {
+	if !c.ApprovalRequired || c.ApprovalReason == "" {
+		c.ApprovalReason = reason
+	}
+	c.ApprovalRequired = true
+}
+
 func (c *ToolBeforeCallContext) route() route { return c.ToolCall.route() }
 func (c *ToolBeforeCallContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) {
 	c.Declined = from.Declined
 	c.DeclineReason = from.DeclineReason
+	c.ApprovalRequired = from.ApprovalRequired
+	c.ApprovalReason = from.ApprovalReason
 }
 func (c *ToolBeforeCallContext) stopped() bool { return c.Declined }
 func (c *ToolBeforeCallContext) declineUnavailable(reason string) {
@@ -614,6 +635,91 @@ type ToolAfterCallContext struct {
 func (c *ToolAfterCallContext) route() route                { return c.ToolCall.route() }
 func (c *ToolAfterCallContext) isolate()                    { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolAfterCallContext) merge(*ToolAfterCallContext) {}
+
+// ApprovalDecision is a tool:approval_requested hook's decision.
+type ApprovalDecision string
+
+// The decisions a tool:approval_requested hook can make.
+const (
+	ApprovalApprove ApprovalDecision = "approve"
+	ApprovalDeny    ApprovalDecision = "deny"
+)
+
+// ToolApprovalRequestedContext is passed to tool:approval_requested hooks
+// (gate, 2 s). It fires when a tool call needs a person's approval (a
+// tool_approval rule or a tool:before_call hook asked for it), before the
+// approval card is posted. A hook may decide instead of a person: Approve
+// or Deny stops the chain, no card is posted, and tool:approval_resolved
+// follows. A failing hook is ignored, unless its failure policy is closed:
+// then the call is denied. When no hook decides, the card is posted and the
+// call waits until ExpiresAt.
+type ToolApprovalRequestedContext struct {
+	Base
+	ToolCall
+	ApprovalID string `json:"approval_id"`
+	// Reason says why the call needs approval.
+	Reason    string    `json:"reason,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Decision is "" (no decision: ask a person), "approve" or "deny";
+	// DecisionReason goes with it (the model sees a denial's reason).
+	Decision       ApprovalDecision `json:"decision,omitempty"`
+	DecisionReason string           `json:"decision_reason,omitempty"`
+}
+
+// Approve lets the call run without asking a person.
+func (c *ToolApprovalRequestedContext) Approve(reason string) {
+	c.Decision, c.DecisionReason = ApprovalApprove, reason
+}
+
+// Deny refuses the call without asking a person; the model sees reason.
+func (c *ToolApprovalRequestedContext) Deny(reason string) {
+	c.Decision, c.DecisionReason = ApprovalDeny, reason
+}
+
+func (c *ToolApprovalRequestedContext) route() route { return c.ToolCall.route() }
+func (c *ToolApprovalRequestedContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
+func (c *ToolApprovalRequestedContext) merge(from *ToolApprovalRequestedContext) {
+	c.Decision = from.Decision
+	c.DecisionReason = from.DecisionReason
+}
+func (c *ToolApprovalRequestedContext) stopped() bool { return c.Decision != "" }
+func (c *ToolApprovalRequestedContext) declineUnavailable(reason string) {
+	c.Decision, c.DecisionReason = ApprovalDeny, reason
+}
+
+// ApprovalOutcome is how an approval ended.
+type ApprovalOutcome string
+
+// The outcomes of an approval.
+const (
+	ApprovalApproved  ApprovalOutcome = "approved"
+	ApprovalDenied    ApprovalOutcome = "denied"
+	ApprovalExpired   ApprovalOutcome = "expired"   // nobody answered in time: denied
+	ApprovalCancelled ApprovalOutcome = "cancelled" // the turn ended or no longer makes the call
+)
+
+// ToolApprovalResolvedContext is passed to tool:approval_resolved hooks
+// (observer, 1 s). It fires once per approval when it ends: approved or
+// denied by a person or a tool:approval_requested hook, expired at its
+// deadline, or cancelled (the turn was stopped, or after a restart no
+// longer made the call). Nothing can be changed.
+type ToolApprovalResolvedContext struct {
+	Base
+	ToolCall
+	ApprovalID string          `json:"approval_id"`
+	Reason     string          `json:"reason,omitempty"`
+	Outcome    ApprovalOutcome `json:"outcome"`
+	// DecidedBy is the person who answered; "" when a hook, the deadline
+	// or the turn's end decided.
+	DecidedBy      id.UserID `json:"decided_by,omitempty"`
+	DecisionReason string    `json:"decision_reason,omitempty"`
+	// Waited is how long the call waited for the decision.
+	Waited time.Duration `json:"waited_ns"`
+}
+
+func (c *ToolApprovalResolvedContext) route() route                       { return c.ToolCall.route() }
+func (c *ToolApprovalResolvedContext) isolate()                           { c.Arguments = cloneNonEmpty(c.Arguments) }
+func (c *ToolApprovalResolvedContext) merge(*ToolApprovalResolvedContext) {}
 
 // CustomEventContext is passed to hooks of custom events (observer, 1 s),
 // which plugins emit with Emit from hooks and tools.
@@ -659,9 +765,13 @@ var (
 	_ = guard[ConfigReloadedContext, *ConfigReloadedContext]
 	_ = guard[ToolBeforeCallContext, *ToolBeforeCallContext]
 	_ = guard[ToolAfterCallContext, *ToolAfterCallContext]
+	_ = guard[ToolApprovalRequestedContext, *ToolApprovalRequestedContext]
+	_ = guard[ToolApprovalResolvedContext, *ToolApprovalResolvedContext]
 	_ = guard[CustomEventContext, *CustomEventContext]
 
 	_ stopper    = (*ToolBeforeCallContext)(nil)
 	_ stopper    = (*MessageClaimContext)(nil)
 	_ failCloser = (*ToolBeforeCallContext)(nil)
+	_ stopper    = (*ToolApprovalRequestedContext)(nil)
+	_ failCloser = (*ToolApprovalRequestedContext)(nil)
 )

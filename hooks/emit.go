@@ -326,8 +326,16 @@ func (s *serialRun[T, P]) failClosed(h *registered, why string) bool {
 	if !ok {
 		return false
 	}
-	fc.declineUnavailable(fmt.Sprintf("gate %s/%s was unavailable (%s), so the call was declined", h.plugin.name, h.name, why))
+	fc.declineUnavailable(fmt.Sprintf("gate %s/%s was unavailable (%s), so the call was %s", h.plugin.name, h.name, why, failClosedWord(s.em.info.name)))
 	return true
+}
+
+// failClosedWord is what a closed gate's failure does to the call.
+func failClosedWord(event string) string {
+	if event == ToolApprovalRequested.Name() {
+		return "denied"
+	}
+	return "declined"
 }
 
 func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {

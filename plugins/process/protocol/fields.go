@@ -17,7 +17,8 @@ import (
 //	message:enrich, system:enrich     items
 //	message:before_response           draft.text, draft.extra, draft.tool_trace, draft.suppress
 //	message:final_response_transform  draft.text
-//	tool:before_call                  declined, decline_reason
+//	tool:before_call                  declined, decline_reason, approval_required, approval_reason
+//	tool:approval_requested           decision, decision_reason
 //	message:claim                     claimed
 //
 // Every other event has none: a hook of it can only observe (and call host
@@ -119,7 +120,25 @@ func Apply(c hooks.Context, result json.RawMessage) error {
 			if has(keys, "decline_reason") {
 				c.DeclineReason = f.DeclineReason
 			}
+			if has(keys, "approval_required") {
+				c.ApprovalRequired = f.ApprovalRequired
+			}
+			if has(keys, "approval_reason") {
+				c.ApprovalReason = f.ApprovalReason
+			}
 		})
+	case *hooks.ToolApprovalRequestedContext:
+		err = apply(result, keys, func(f *hooks.ToolApprovalRequestedContext) {
+			if has(keys, "decision") {
+				c.Decision = f.Decision
+			}
+			if has(keys, "decision_reason") {
+				c.DecisionReason = f.DecisionReason
+			}
+		})
+		if err == nil && c.Decision != "" && c.Decision != hooks.ApprovalApprove && c.Decision != hooks.ApprovalDeny {
+			err = fmt.Errorf("invalid decision %q (want %q, %q or none)", c.Decision, hooks.ApprovalApprove, hooks.ApprovalDeny)
+		}
 	case *hooks.MessageClaimContext:
 		err = apply(result, keys, func(f *hooks.MessageClaimContext) {
 			if f.Claimed != nil {
@@ -221,9 +240,16 @@ func Result(c hooks.Context) (json.RawMessage, error) {
 		}{c.Draft.Text}}
 	case *hooks.ToolBeforeCallContext:
 		v = struct {
-			Declined      bool   `json:"declined"`
-			DeclineReason string `json:"decline_reason"`
-		}{c.Declined, c.DeclineReason}
+			Declined         bool   `json:"declined"`
+			DeclineReason    string `json:"decline_reason"`
+			ApprovalRequired bool   `json:"approval_required"`
+			ApprovalReason   string `json:"approval_reason"`
+		}{c.Declined, c.DeclineReason, c.ApprovalRequired, c.ApprovalReason}
+	case *hooks.ToolApprovalRequestedContext:
+		v = struct {
+			Decision       hooks.ApprovalDecision `json:"decision"`
+			DecisionReason string                 `json:"decision_reason"`
+		}{c.Decision, c.DecisionReason}
 	case *hooks.MessageClaimContext:
 		if c.Claimed == nil {
 			return json.RawMessage("{}"), nil
