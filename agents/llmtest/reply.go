@@ -155,6 +155,10 @@ func (r Reply) WithCachedUsage(prompt, cached, completion int) Reply {
 	return r
 }
 
+// WithGarbage returns r writing lines verbatim after its text and calls,
+// instead of its end (see Reply.Garbage).
+func (r Reply) WithGarbage(lines ...string) Reply { r.Garbage = lines; return r }
+
 // WithDelay returns r waiting d before its response headers.
 func (r Reply) WithDelay(d time.Duration) Reply { r.Delay = d; return r }
 
