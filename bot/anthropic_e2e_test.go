@@ -88,7 +88,7 @@ func TestAnthropicAgentCallsATool(t *testing.T) {
 			WithText("Let me check.").WithCachedUsage(1200, 1000, 20),
 		llmtest.Reply{Text: llmtest.Split("It is late in Paris.", 4), ChunkDelay: 20 * time.Millisecond}.WithCachedUsage(1300, 1000, 10),
 	)
-	e.say("@"+e.localpart("claude")+" what time is it in Paris?", "")
+	q := e.say("@"+e.localpart("claude")+" what time is it in Paris?", "")
 	got := e.waitTerminal(1)
 	if got[0] != "after:Let me check.\n\nIt is late in Paris." {
 		t.Fatalf("terminal %v", got)
@@ -141,14 +141,27 @@ func TestAnthropicAgentCallsATool(t *testing.T) {
 		t.Errorf("tool result message %+v", last)
 	}
 
-	// The next turn re-sends the same cached prefix: tools, then the same
-	// first system block, while the volatile item changed.
+	// The next turn in the thread re-sends the same cached prefix: tools,
+	// then the same first system block, while the volatile item changed.
 	e.llm.Script(llmtest.Text("Still late."))
-	e.say("@"+e.localpart("claude")+" and now?", "")
+	e.say("@"+e.localpart("claude")+" and now?", q) // in the thread: same history
 	if got := e.waitTerminal(2); got[1] != "after:Still late." {
 		t.Fatalf("terminal %v", got)
 	}
 	third := e.llm.LastRequest(t)
+	// The second breakpoint ends the stored history: the first turn's
+	// answer.
+	var marked []string
+	for _, m := range third.Anthropic.Messages {
+		for _, b := range m.Content {
+			if b.CacheControl != nil {
+				marked = append(marked, m.Role+": "+b.Text)
+			}
+		}
+	}
+	if bps := third.CacheBreakpoints(); len(bps) != 2 || bps[0] != "system[0]" || len(marked) != 1 || marked[0] != "assistant: Let me check.\n\nIt is late in Paris." {
+		t.Errorf("second turn: breakpoints %q on %q, want system[0] and the first answer", bps, marked)
+	}
 	if third.Anthropic.System[0].Text != reqs[0].Anthropic.System[0].Text || third.Anthropic.System[1].Text == reqs[0].Anthropic.System[1].Text {
 		t.Errorf("second turn system blocks %+v", third.Anthropic.System)
 	}

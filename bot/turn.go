@@ -271,6 +271,16 @@ func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachme
 	system, stable := t.b.systemPrompt(t.agent, et)
 	msgs = append(msgs, agents.Message{Role: agents.RoleSystem, Content: system, StablePrefix: stable})
 	msgs = append(msgs, history...)
+	// The stored history is replayed byte-exact, so the conversation up to
+	// its last message is a stable prefix too: a provider with prompt
+	// caching reads it from the cache on the next turn and on every tool
+	// round of this one.
+	for i := len(msgs) - 1; i > 0; i-- {
+		if msgs[i].Content != "" {
+			msgs[i].StablePrefix = len(msgs[i].Content)
+			break
+		}
+	}
 	if et.Transient != "" {
 		msgs = append(msgs, agents.Message{Role: agents.RoleUser, Content: et.Transient})
 	}
