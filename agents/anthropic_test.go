@@ -421,3 +421,41 @@ func TestAnthropicRequestWire(t *testing.T) {
 		t.Errorf("max_tokens %d", got.Anthropic.MaxTokens)
 	}
 }
+
+// models.<name>.max_tokens bounds replies when the request sets no bound;
+// the request's own bound wins.
+func TestMaxTokensFromSpec(t *testing.T) {
+	cases := []struct {
+		name     string
+		provider string
+		spec     int
+		request  int
+		want     int
+	}{
+		{name: "openai without a bound", provider: agents.ProviderOpenAI},
+		{name: "openai with the model's bound", provider: agents.ProviderOpenAI, spec: 300, want: 300},
+		{name: "openai request wins", provider: agents.ProviderOpenAI, spec: 300, request: 20, want: 20},
+		{name: "anthropic default", provider: agents.ProviderAnthropic, want: agents.DefaultAnthropicMaxTokens},
+		{name: "anthropic with the model's bound", provider: agents.ProviderAnthropic, spec: 300, want: 300},
+		{name: "anthropic request wins", provider: agents.ProviderAnthropic, spec: 300, request: 20, want: 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Text("ok"))
+			base := srv.URL
+			if tc.provider == agents.ProviderAnthropic {
+				base = srv.RootURL
+			}
+			m, err := agents.NewModel(agents.ModelSpec{Provider: tc.provider, BaseURL: base, Model: "m", MaxTokens: tc.spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := agents.Complete(t.Context(), m, &agents.Request{Messages: userPrompt("hi").Messages, MaxTokens: tc.request}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.LastRequest(t).Body.MaxTokens; got != tc.want {
+				t.Errorf("max_tokens = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
