@@ -27,8 +27,10 @@ import (
 // streamed tool_use input, marks the stable prompt prefix for prompt
 // caching and turns every failure into a *ModelError.
 type anthropicModel struct {
-	spec   ModelSpec
-	client anthropic.Client
+	spec ModelSpec
+	// messages is the SDK's Messages API service alone, made without
+	// anthropic.NewClient: no environment defaults, no other API.
+	messages anthropic.MessageService
 }
 
 var _ Model = (*anthropicModel)(nil)
@@ -51,10 +53,9 @@ func newAnthropic(spec ModelSpec) (*anthropicModel, error) {
 		// idle watchdog bounds silence instead.
 		hc = &http.Client{}
 	}
+	// Only what config.yaml says: a service made without anthropic.NewClient
+	// reads no ANTHROPIC_* environment variable and no credential file.
 	opts := []option.RequestOption{
-		// Only what config.yaml says: no ANTHROPIC_* environment variables,
-		// no credential files.
-		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(anthropicRoot(spec.BaseURL)),
 		option.WithHTTPClient(hc),
 		// hookroom retries with its own back-off (bot/); the SDK must not
@@ -64,7 +65,7 @@ func newAnthropic(spec ModelSpec) (*anthropicModel, error) {
 	if spec.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(spec.APIKey))
 	}
-	return &anthropicModel{spec: spec, client: anthropic.NewClient(opts...)}, nil
+	return &anthropicModel{spec: spec, messages: anthropic.NewMessageService(opts...)}, nil
 }
 
 // anthropicRoot is the base URL the SDK wants: the API root, to which it
@@ -253,7 +254,7 @@ func (m *anthropicModel) Stream(ctx context.Context, req *Request) (Stream, erro
 		timeout = DefaultRequestTimeout
 	}
 	watchdog := time.AfterFunc(timeout, func() { cancel(errIdleTimeout) })
-	raw := m.client.Messages.NewStreaming(sctx, params, opts...)
+	raw := m.messages.NewStreaming(sctx, params, opts...)
 	watchdog.Stop()
 	if err := raw.Err(); err != nil {
 		me := m.classify(sctx, ctx, err)
