@@ -459,3 +459,30 @@ func TestMaxTokensFromSpec(t *testing.T) {
 		})
 	}
 }
+
+// The provider takes nothing from the SDK's environment variables: the key
+// and URL are config.yaml's alone.
+func TestAnthropicIgnoresEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-0123456789")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "token-from-env-0123456789")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-From-Env: yes")
+	srv := llmtest.NewServer(t, llmtest.Text("a"), llmtest.Text("b"))
+	for _, key := range []string{testKey, ""} {
+		m := anthropicModel(t, srv, func(s *agents.ModelSpec) { s.APIKey = key })
+		if _, err := agents.Complete(t.Context(), m, userPrompt("hi"), nil); err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		h := srv.LastRequest(t).Header
+		for name, vs := range h {
+			for _, v := range vs {
+				if strings.Contains(v, "from-env") || name == "X-From-Env" {
+					t.Errorf("key %q: header %s: %s comes from the environment", key, name, v)
+				}
+			}
+		}
+		if auth := h.Get("Authorization") + h.Get("X-Api-Key"); (key == "") != (auth == "") {
+			t.Errorf("key %q: sent credentials %q", key, auth)
+		}
+	}
+}
