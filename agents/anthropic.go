@@ -263,7 +263,7 @@ func (m *anthropicModel) Stream(ctx context.Context, req *Request) (Stream, erro
 		return nil, me
 	}
 	return &anthropicStream{m: m, parent: ctx, ctx: sctx, cancel: cancel, watchdog: watchdog, timeout: timeout, raw: raw,
-		calls: map[int64]*ToolCall{}}, nil
+		calls: map[int64]*ToolCall{}, startInput: map[int64]string{}}, nil
 }
 
 // anthropicStream reads the SDK's stream events and turns them into ours.
@@ -282,13 +282,14 @@ type anthropicStream struct {
 	err     error
 	ended   bool
 
-	started   bool
-	stopped   bool
-	stop      anthropic.StopReason
-	usage     Usage
-	calls     map[int64]*ToolCall
-	callOrder []int64
-	closeOnce sync.Once
+	started    bool
+	stopped    bool
+	stop       anthropic.StopReason
+	usage      Usage
+	calls      map[int64]*ToolCall
+	startInput map[int64]string
+	callOrder  []int64
+	closeOnce  sync.Once
 }
 
 func (s *anthropicStream) Recv() (Event, error) {
@@ -339,6 +340,11 @@ func (s *anthropicStream) absorb(ev *anthropic.MessageStreamEventUnion) {
 				s.callOrder = append(s.callOrder, ev.Index)
 			}
 			s.calls[ev.Index] = &ToolCall{ID: cb.ID, Name: cb.Name}
+			// The API starts the block with "input": {} and streams the
+			// input as input_json_delta; a proxy may send it whole here.
+			if raw := strings.TrimSpace(cb.JSON.Input.Raw()); raw != "" && raw != "{}" && raw != "null" {
+				s.startInput[ev.Index] = raw
+			}
 		}
 	case "content_block_delta":
 		switch ev.Delta.Type {
@@ -410,6 +416,9 @@ func (s *anthropicStream) end() {
 	var calls []ToolCall
 	for _, idx := range s.callOrder {
 		c := *s.calls[idx]
+		if strings.TrimSpace(c.Arguments) == "" {
+			c.Arguments = s.startInput[idx]
+		}
 		if c.ID == "" {
 			c.ID = fmt.Sprintf("call_%d", len(calls))
 		}

@@ -486,3 +486,26 @@ func TestAnthropicIgnoresEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// A tool_use block whose input comes whole in content_block_start (as some
+// proxies send it) rather than in input_json_delta pieces.
+func TestAnthropicToolInputInBlockStart(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Reply{}.WithGarbage(
+		`event: content_block_start`,
+		`data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_9","name":"clock","input":{"timezone":"UTC"}}}`, ``,
+		`event: content_block_stop`, `data: {"type":"content_block_stop","index":0}`, ``,
+		`event: content_block_start`,
+		`data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_10","name":"room_info","input":{}}}`, ``,
+		`event: content_block_stop`, `data: {"type":"content_block_stop","index":1}`, ``,
+		`event: message_delta`, `data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`, ``,
+		`event: message_stop`, `data: {"type":"message_stop"}`, ``,
+	))
+	c, err := agents.Complete(t.Context(), anthropicModel(t, srv), userPrompt("hi"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []agents.ToolCall{{ID: "toolu_9", Name: "clock", Arguments: `{"timezone":"UTC"}`}, {ID: "toolu_10", Name: "room_info", Arguments: `{}`}}
+	if !reflect.DeepEqual(c.ToolCalls, want) || c.FinishReason != agents.FinishToolCalls || c.Usage.CompletionTokens != 9 {
+		t.Errorf("completion = %+v", c)
+	}
+}
