@@ -58,8 +58,9 @@ func newAnthropic(spec ModelSpec) (*anthropicModel, error) {
 	opts := []option.RequestOption{
 		option.WithBaseURL(anthropicRoot(spec.BaseURL)),
 		option.WithHTTPClient(hc),
-		// hookroom retries with its own back-off (bot/); the SDK must not
-		// repeat a request behind its back.
+		// A failure is reported once, as a *ModelError that says whether
+		// it is retryable: retrying is hookroom's decision, as for the
+		// OpenAI-compatible provider, never the SDK's behind its back.
 		option.WithMaxRetries(0),
 	}
 	if spec.APIKey != "" {
