@@ -130,7 +130,7 @@ func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResu
 	}
 	dropped, kept := msgs[:cut], msgs[cut:]
 	hc := &hooks.CompactionContext{
-		Agent: req.Agent, ScopeKey: req.Scope, SessionID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
+		Agent: req.Agent, SessionID: req.Scope, HistoryID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
 		Messages: chatMessages(dropped), TokensBefore: res.TokensBefore,
 	}
 	hc.CorrelationID = req.CorrelationID
@@ -161,7 +161,7 @@ func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResu
 	res.Dropped, res.Kept = len(dropped), len(kept)
 
 	hc = &hooks.CompactionContext{
-		Agent: req.Agent, ScopeKey: req.Scope, SessionID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
+		Agent: req.Agent, SessionID: req.Scope, HistoryID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
 		Messages: chatMessages(dropped), TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter, Summary: res.Summary,
 	}
 	hc.CorrelationID = req.CorrelationID

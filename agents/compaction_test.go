@@ -137,7 +137,7 @@ func TestCompactWithSummary(t *testing.T) {
 			t.Errorf("compactions = %d", sess.Compactions)
 		}
 		wantHook := hooks.CompactionContext{
-			Agent: hooktest.Agent, ScopeKey: "scope", SessionID: sess.ID, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
+			Agent: hooktest.Agent, SessionID: "scope", HistoryID: sess.ID, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
 			Messages: hookMessages(dropped), TokensBefore: total,
 		}
 		wantHook.CorrelationID = "corr-c"
@@ -173,7 +173,7 @@ func TestCompactWithSummary(t *testing.T) {
 }
 
 func sameCompaction(a, b hooks.CompactionContext) bool {
-	return a.Agent == b.Agent && a.ScopeKey == b.ScopeKey && a.SessionID == b.SessionID && a.RoomID == b.RoomID &&
+	return a.Agent == b.Agent && a.SessionID == b.SessionID && a.HistoryID == b.HistoryID && a.RoomID == b.RoomID &&
 		a.ThreadID == b.ThreadID && a.TokensBefore == b.TokensBefore && a.TokensAfter == b.TokensAfter &&
 		a.Summary == b.Summary && a.CorrelationID == b.CorrelationID && reflect.DeepEqual(a.Messages, b.Messages)
 }

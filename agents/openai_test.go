@@ -342,6 +342,31 @@ func TestOpenAICancelAndNetwork(t *testing.T) {
 			t.Errorf("error leaks the API key: %v", err)
 		}
 	})
+	t.Run("connection refused at a URL with a token", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		// Gateways take tokens in the path or the query of the base URL.
+		m, err := agents.NewModel(agents.ModelSpec{BaseURL: "http://" + addr + "/gw/pathtoken123/v1?q=querytoken456", Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = agents.Complete(t.Context(), m, userPrompt("hi"), nil)
+		var me *agents.ModelError
+		if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork {
+			t.Fatalf("error = %v, want a network *ModelError", err)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "pathtoken123") || strings.Contains(msg, "querytoken456") {
+			t.Errorf("error shows the base URL's path or query: %v", msg)
+		}
+		if !strings.Contains(msg, "http://"+addr) || !strings.Contains(msg, "connection refused") {
+			t.Errorf("error does not say which server failed how: %v", msg)
+		}
+	})
 	t.Run("server closed mid-stream", func(t *testing.T) {
 		srv := llmtest.NewServer(t, llmtest.Text("a", "b").WithChunkDelay(5*time.Second))
 		m := testModel(t, srv)
@@ -421,6 +446,19 @@ func TestModelSpecNeverShowsKey(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), `"api_key_set":true`) || spec.ContextWindow != agents.DefaultContextWindow || spec.BaseURL != agents.DefaultBaseURL {
 		t.Errorf("log = %s, spec = %v", b.String(), spec)
+	}
+
+	// A gateway token in the base URL's path or query is not shown either.
+	gw := agents.ModelSpec{Model: "m", BaseURL: "https://gw.example.org/acct-tok123/v1?k=qtok456"}.WithDefaults()
+	b.Reset()
+	l.Info().Object("model", gw).Msg("x")
+	for _, s := range []string{gw.String(), b.String(), sprintf("%+v", gw), sprintf("%#v", gw)} {
+		if strings.Contains(s, "tok123") || strings.Contains(s, "qtok456") {
+			t.Errorf("spec shows its base URL's path or query: %s", s)
+		}
+	}
+	if !strings.Contains(b.String(), `"base_url":"https://gw.example.org/…"`) {
+		t.Errorf("log = %s", b.String())
 	}
 }
 

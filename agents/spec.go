@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -90,20 +92,35 @@ func (s ModelSpec) WithDefaults() ModelSpec {
 	return s
 }
 
-// MarshalZerologObject logs the spec without its API key.
+// MarshalZerologObject logs the spec without its API key, and of the base
+// URL only the origin (its path or query may hold a gateway token).
 func (s ModelSpec) MarshalZerologObject(e *zerolog.Event) {
-	e.Str("provider", s.Provider).Str("base_url", s.BaseURL).Str("model", s.Model).
+	e.Str("provider", s.Provider).Str("base_url", shownURL(s.BaseURL)).Str("model", s.Model).
 		Int("max_tokens", s.MaxTokens).Int("context_window", s.ContextWindow).Bool("vision", s.Vision).Dur("request_timeout", s.RequestTimeout).
 		Bool("api_key_set", s.APIKey != "")
 }
 
-// String describes the spec without its API key.
+// String describes the spec without its API key, and of the base URL
+// only the origin.
 func (s ModelSpec) String() string {
 	key := "unset"
 	if s.APIKey != "" {
 		key = "set"
 	}
-	return fmt.Sprintf("%s model %q at %q (context window %d, api key %s)", s.Provider, s.Model, s.BaseURL, s.ContextWindow, key)
+	return fmt.Sprintf("%s model %q at %q (context window %d, api key %s)", s.Provider, s.Model, shownURL(s.BaseURL), s.ContextWindow, key)
+}
+
+// shownURL is a base URL as logs and messages show it: its origin, with
+// "/…" standing for a path or query left out.
+func shownURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	o := urlOrigin(raw)
+	if u, err := url.Parse(raw); err == nil && (strings.Trim(u.Path, "/") != "" || u.RawQuery != "") {
+		o += "/…"
+	}
+	return o
 }
 
 // GoString is String, so that %#v does not print the key either.

@@ -256,6 +256,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.syncs.add(b, e)
 	}
 	go b.prune(runCtx)
+	setPresence(runCtx, b.w().accounts, event.PresenceOnline)
 	var watchDone chan struct{}
 	if b.opts.Watch {
 		watchDone = make(chan struct{})
@@ -277,6 +278,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer stopCancel()
 	b.emitLifecycle(stopCtx, hooks.AgentStopped, "shutdown")
+	setPresence(stopCtx, b.w().accounts, event.PresenceOffline)
 	if set := b.w().plugins; set != nil {
 		_ = set.Close()
 	}
@@ -289,9 +291,11 @@ func (b *Bot) Run(ctx context.Context) error {
 // prev whose agent keeps its username and display name.
 func (b *Bot) startAccounts(ctx context.Context, w, prev *world) error {
 	if b.router == nil {
-		router, err := b.mx.EnsureAccount(ctx, matrixio.AccountSpec{
-			Localpart: w.cfg.Matrix.Router.Username, DisplayName: w.cfg.Matrix.Router.DisplayName,
-		})
+		spec, err := routerSpec(w.cfg)
+		if err != nil {
+			return err
+		}
+		router, err := b.mx.EnsureAccount(ctx, spec)
 		if err != nil {
 			return fmt.Errorf("failed to start the router account: %w", err)
 		}
@@ -300,15 +304,25 @@ func (b *Bot) startAccounts(ctx context.Context, w, prev *world) error {
 	w.accounts[b.router.UserID()] = entity{name: hooks.RouterName, router: true, account: b.router}
 	for _, name := range w.cfg.AgentNames() {
 		a := w.cfg.Agents[name]
+		spec, err := agentSpec(w.cfg, name)
+		if err != nil {
+			return err
+		}
 		if old, ok := prev.agents[hooks.AgentName(name)]; ok {
 			pa := prev.cfg.Agents[name]
-			if pa.Username == a.Username && pa.DisplayName == a.DisplayName {
+			if pa.Username == a.Username && pa.Account == a.Account {
+				// The same account: only its profile may have changed.
+				if pa.DisplayName != a.DisplayName || pa.Avatar != a.Avatar {
+					if err := old.SetProfile(ctx, profileOf(spec)); err != nil {
+						return fmt.Errorf("failed to update the profile of agent %s: %w", name, err)
+					}
+				}
 				w.agents[hooks.AgentName(name)] = old
 				w.accounts[old.UserID()] = entity{name: hooks.AgentName(name), account: old}
 				continue
 			}
 		}
-		acct, err := b.mx.EnsureAccount(ctx, matrixio.AccountSpec{Localpart: a.Username, DisplayName: a.DisplayName})
+		acct, err := b.mx.EnsureAccount(ctx, spec)
 		if err != nil {
 			return fmt.Errorf("failed to start the account of agent %s: %w", name, err)
 		}

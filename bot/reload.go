@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/config"
@@ -63,7 +64,7 @@ func (r ReloadReport) Summary() string {
 		set  bool
 		name string
 	}{
-		{c.Models, "models"}, {c.Router, "router"}, {c.Authorization, "authorization"},
+		{c.Models, "models"}, {c.Router, "router"}, {c.RouterProfile, "router profile"}, {c.Authorization, "authorization"},
 		{c.Defaults, "defaults"}, {c.Hooks, "hooks"}, {c.Attachments, "attachments"},
 		{c.Usage, "usage"},
 	} {
@@ -100,7 +101,10 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 	rep := ReloadReport{Config: config.Diff(old.cfg, cfg)}
 	if rep.Config.Matrix {
 		rep.NeedsRestart = append(rep.NeedsRestart, "matrix")
+		// The router's profile is applied all the same.
+		r := cfg.Matrix.Router
 		cfg.Matrix = old.cfg.Matrix
+		cfg.Matrix.Router.DisplayName, cfg.Matrix.Router.Avatar = r.DisplayName, r.Avatar
 	}
 	if rep.Config.Storage {
 		rep.NeedsRestart = append(rep.NeedsRestart, "data_dir/database")
@@ -153,6 +157,13 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 		next.agents, next.accounts, next.rooms, next.joined = old.agents, old.accounts, old.rooms, old.joined
 	}
 
+	if rep.Config.RouterProfile && b.router != nil {
+		if err := b.setRouterProfile(ctx, cfg); err != nil {
+			b.discard(next, old)
+			return rep, fmt.Errorf("failed to reload: %w", err)
+		}
+	}
+
 	// Swap: from here on new events see the new configuration and hooks.
 	b.state.Store(next)
 	if reg != nil {
@@ -163,12 +174,14 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 		if _, kept := next.accounts[user]; !kept {
 			b.emitLifecycleFor(ctx, hooks.AgentStopped, e, "removed from config.yaml")
 			b.syncs.remove(user)
+			e.account.SetPresence(ctx, event.PresenceOffline)
 		}
 	}
 	for user, e := range next.accounts {
 		if _, had := old.accounts[user]; !had {
 			b.emitLifecycleFor(ctx, hooks.AgentStarted, e, "")
 			b.syncs.add(b, e)
+			e.account.SetPresence(ctx, event.PresenceOnline)
 		}
 	}
 	if old.plugins != nil && old.plugins != next.plugins {

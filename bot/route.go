@@ -13,6 +13,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 )
@@ -33,10 +34,24 @@ func (b *Bot) agentsIn(room id.RoomID) []hooks.AgentName {
 	return out
 }
 
-// mentioned returns the agents a message addresses, in the order they are
-// mentioned: by m.mentions, by their user id, or as @name / @localpart /
-// @display name in the text.
+// mentioned returns the agents a message addresses (see mentionedAgents),
+// read from one snapshot of the world.
 func (b *Bot) mentioned(msg *event.MessageEventContent, candidates []hooks.AgentName) []hooks.AgentName {
+	w := b.w()
+	return mentionedAgents(w.cfg, func(name hooks.AgentName) id.UserID {
+		if acct := w.agents[name]; acct != nil {
+			return acct.UserID()
+		}
+		return ""
+	}, msg, candidates)
+}
+
+// mentionedAgents returns the candidates a message addresses, in the order
+// they are mentioned: by m.mentions, by their user id, or as @name /
+// @localpart / @display name in the text (case-insensitive, and only where
+// the name ends: @helper does not mention helper2). userID gives an agent's
+// Matrix account ("" when it has none right now).
+func mentionedAgents(cfg *config.Config, userID func(hooks.AgentName) id.UserID, msg *event.MessageEventContent, candidates []hooks.AgentName) []hooks.AgentName {
 	type hit struct {
 		name hooks.AgentName
 		pos  int
@@ -44,27 +59,25 @@ func (b *Bot) mentioned(msg *event.MessageEventContent, candidates []hooks.Agent
 	var hits []hit
 	body := strings.ToLower(msg.Body)
 	for _, name := range candidates {
-		acct := b.w().agents[name]
+		uid := userID(name)
+		a := cfg.Agents[string(name)]
 		pos := -1
-		if msg.Mentions != nil && slices.Contains(msg.Mentions.UserIDs, acct.UserID()) {
-			pos = 0
-		}
-		a := b.w().cfg.Agents[string(name)]
-		for _, form := range []string{string(acct.UserID()), "@" + a.Username, "@" + string(name), "@" + a.DisplayName} {
+		for _, form := range []string{string(uid), "@" + a.Username, "@" + string(name), "@" + a.DisplayName} {
 			form = strings.ToLower(form)
-			if form == "@" {
+			if form == "" || form == "@" {
 				continue
 			}
-			if i := strings.Index(body, form); i >= 0 && (pos < 0 || i < pos) {
-				end := i + len(form)
-				if end == len(body) || !isNameChar(body[end]) {
-					pos = i
-				}
+			if i := mentionAt(body, form); i >= 0 && (pos < 0 || i < pos) {
+				pos = i
 			}
 		}
-		if pos >= 0 {
-			hits = append(hits, hit{name, pos})
+		// A pill (m.mentions) without a text form counts before every
+		// text mention.
+		pilled := uid != "" && msg.Mentions != nil && slices.Contains(msg.Mentions.UserIDs, uid)
+		if pos < 0 && !pilled {
+			continue
 		}
+		hits = append(hits, hit{name, pos})
 	}
 	slices.SortStableFunc(hits, func(x, y hit) int { return x.pos - y.pos })
 	out := make([]hooks.AgentName, len(hits))
@@ -72,6 +85,27 @@ func (b *Bot) mentioned(msg *event.MessageEventContent, candidates []hooks.Agent
 		out[i] = h.name
 	}
 	return out
+}
+
+// mentionAt returns where form first occurs in body as a whole name: not
+// followed by a name character, or followed by "." or ":" that ends the
+// name ("thanks @helper.", "@helper: hi"); -1 when it does not.
+func mentionAt(body, form string) int {
+	for off := 0; ; {
+		i := strings.Index(body[off:], form)
+		if i < 0 {
+			return -1
+		}
+		i += off
+		end := i + len(form)
+		switch {
+		case end == len(body), !isNameChar(body[end]):
+			return i
+		case (body[end] == '.' || body[end] == ':') && (end+1 == len(body) || !isNameChar(body[end+1])):
+			return i
+		}
+		off = i + 1
+	}
 }
 
 func isNameChar(c byte) bool {
@@ -150,18 +184,26 @@ func (b *Bot) askRouter(ctx context.Context, body string, candidates []hooks.Age
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("router model failed; using the fallback agent")
 		return "", false
 	}
-	answer := strings.ToLower(c.Text)
+	best, ok := agentNamedIn(c.Text, candidates)
+	if !ok {
+		zerolog.Ctx(ctx).Warn().Str("answer", truncate(c.Text, 80)).Msg("router model named no agent; using the fallback agent")
+	}
+	return best, ok
+}
+
+// agentNamedIn returns the candidate the router model's answer names first
+// (case-insensitive; of names starting at the same place, the longest, so
+// "helper2" is not read as "helper"); false when it names none.
+func agentNamedIn(answer string, candidates []hooks.AgentName) (hooks.AgentName, bool) {
+	answer = strings.ToLower(answer)
 	best, bestPos := hooks.AgentName(""), -1
 	for _, name := range candidates {
-		if i := strings.Index(answer, strings.ToLower(string(name))); i >= 0 && (bestPos < 0 || i < bestPos) {
+		i := strings.Index(answer, strings.ToLower(string(name)))
+		if i >= 0 && (bestPos < 0 || i < bestPos || i == bestPos && len(name) > len(best)) {
 			best, bestPos = name, i
 		}
 	}
-	if bestPos < 0 {
-		zerolog.Ctx(ctx).Warn().Str("answer", truncate(c.Text, 80)).Msg("router model named no agent; using the fallback agent")
-		return "", false
-	}
-	return best, true
+	return best, bestPos >= 0
 }
 
 // handoff posts the router's visible note that an agent takes over.

@@ -630,7 +630,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	}
 	if newSession && t.reg.Has(hooks.SessionStarted.Name()) {
 		if s, err := t.b.history.Session(ctx, t.scope); err == nil && s != nil {
-			c := &hooks.SessionContext{Agent: t.agent, ScopeKey: t.scope, SessionID: s.ID, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID}
+			c := &hooks.SessionContext{Agent: t.agent, SessionID: t.scope, HistoryID: s.ID, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID}
 			c.CorrelationID = string(t.ev.ID)
 			if err := hooks.Emit(ctx, t.reg, hooks.SessionStarted, c); err != nil {
 				t.log.Warn().Err(err).Msg("session:started hooks did not finish")

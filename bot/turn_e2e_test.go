@@ -188,8 +188,17 @@ func (e *turnEnv) visibleText(evID id.EventID) (string, int, *event.Event) {
 
 func TestMentionGetsStreamedThreadedReply(t *testing.T) {
 	answer := "Hello Alice, the weather in Paris is mild today."
+	var (
+		sessMu   sync.Mutex
+		sessions []hooks.SessionContext
+	)
 	e := newTurnEnv(t, []string{"helper", "other"}, "", hooks.Handle(hooks.MessageEnrich, "location", func(_ context.Context, c *hooks.MessageEnrichContext) error {
 		c.AddMetadata("location", "Alice is in Paris", hooks.StableItem)
+		return nil
+	}), hooks.Handle(hooks.SessionStarted, "sessions", func(_ context.Context, c *hooks.SessionContext) error {
+		sessMu.Lock()
+		defer sessMu.Unlock()
+		sessions = append(sessions, *c)
 		return nil
 	}))
 	e.llm.Script(
@@ -251,6 +260,24 @@ func TestMentionGetsStreamedThreadedReply(t *testing.T) {
 	}
 	if first, _ := json.Marshal(firstPrompt); !strings.Contains(string(reqs[len(reqs)-1].Raw), strings.Trim(string(first), `"`)) {
 		t.Errorf("raw second request lacks the first prompt's exact JSON encoding")
+	}
+
+	// session:started fired once, for the first turn (it runs before
+	// after_response), and names the conversation as envelopes do.
+	sessMu.Lock()
+	defer sessMu.Unlock()
+	if len(sessions) != 1 {
+		t.Fatalf("session:started fired %d times, want once", len(sessions))
+	}
+	s := sessions[0]
+	if s.SessionID != scope || s.SessionID != res.Envelope.SessionID {
+		t.Errorf("session:started session_id %q, want the scope %q (envelope: %q)", s.SessionID, scope, res.Envelope.SessionID)
+	}
+	if s.HistoryID == "" || s.HistoryID == s.SessionID {
+		t.Errorf("session:started history_id %q, want the stored history's own id", s.HistoryID)
+	}
+	if s.Agent != "helper" || s.RoomID != e.room || s.ThreadID != q {
+		t.Errorf("session:started %+v, want helper in the thread of %s", s, q)
 	}
 }
 

@@ -66,6 +66,9 @@ type Config struct {
 	// envValues maps each value ${VAR} substitution produced to the text it
 	// was written as; Errorf masks them.
 	envValues map[string]string
+	// masker masks envValues in messages (nil: nothing to mask); built
+	// once by Parse, immutable, shared by clones.
+	masker *strings.Replacer
 }
 
 // DatabaseType names an SQL database engine.
@@ -163,14 +166,55 @@ type RouterAccount struct {
 	Username string `yaml:"username"`
 	// DisplayName is the router's display name. Default "Router".
 	DisplayName string `yaml:"display_name"`
+	// Avatar is the router's profile picture: an mxc:// URI, or an image
+	// file (relative paths against the config directory) that hookroom
+	// uploads once. Empty leaves the profile picture alone.
+	Avatar string `yaml:"avatar"`
+	// Account is an existing account to use instead of creating one.
+	Account Account `yaml:"account"`
 }
+
+// Account is an existing Matrix account hookroom uses instead of creating
+// one: for homeservers without registration, or behind Matrix
+// Authentication Service (OIDC), where hookroom cannot log in with a
+// password and gets an access token instead. Every value may come from
+// ${VAR}. The zero value means none: hookroom creates the account with
+// matrix.registration (or finds its credentials in the database).
+type Account struct {
+	// UserID is the account's full user id ("@assistant:example.org"),
+	// on matrix.server_name. Required when the account is configured; the
+	// username defaults to its localpart.
+	UserID id.UserID `yaml:"user_id"`
+	// AccessToken is a token of a login (a device) of the account, for
+	// example one Matrix Authentication Service issued. Checked with
+	// whoami at every start; never used to create anything.
+	AccessToken Secret `yaml:"access_token"`
+	// DeviceID is the token's device, for homeservers whose whoami does not
+	// say it. Only with access_token.
+	DeviceID id.DeviceID `yaml:"device_id"`
+	// Password logs the account in (m.login.password) when there is no
+	// access token, or the token is rejected, or the database was lost.
+	// With an access_token too, the token is used and the password is the
+	// fallback.
+	Password Secret `yaml:"password"`
+}
+
+// IsSet reports whether any field of the account is set.
+func (a Account) IsSet() bool { return a != Account{} }
 
 // Agent is one LLM-backed chat agent with its own Matrix account.
 type Agent struct {
 	// DisplayName is the account's display name. Default: the agent name.
 	DisplayName string `yaml:"display_name"`
-	// Username is the account's localpart. Default: the agent name.
+	// Username is the account's localpart. Default: the localpart of
+	// account.user_id, else the agent name.
 	Username string `yaml:"username"`
+	// Avatar is the account's profile picture: an mxc:// URI, or an image
+	// file (relative paths against the config directory) that hookroom
+	// uploads once. Empty leaves the profile picture alone.
+	Avatar string `yaml:"avatar"`
+	// Account is an existing account to use instead of creating one.
+	Account Account `yaml:"account"`
 	// Role is a one-line description (shown to the router and in !help).
 	Role string `yaml:"role"`
 	// Instructions are added to the agent's system prompt.
@@ -407,6 +451,9 @@ func (c *Config) AgentNames() []string { return sortedKeys(c.Agents) }
 // RoomKeys returns the room keys, sorted.
 func (c *Config) RoomKeys() []string { return sortedKeys(c.Rooms) }
 
+// IsMXC reports whether an avatar value is an mxc:// URI rather than a file.
+func IsMXC(avatar string) bool { return strings.HasPrefix(avatar, "mxc://") }
+
 // ResolvePath resolves p against the config directory: an absolute p is
 // returned cleaned, a relative one joined to Dir. Use it for plugin paths.
 func (c *Config) ResolvePath(p string) string {
@@ -446,7 +493,7 @@ func (c *Config) Line(path string) int {
 // of the configuration (an unknown hook name in an override, a plugin whose
 // manifest is missing). Never pass secret values as arguments.
 func (c *Config) Errorf(path, format string, args ...any) *Error {
-	return &Error{File: c.fileName(), Line: c.Line(path), Path: path, Msg: maskEnv(fmt.Sprintf(format, args...), c.envValues)}
+	return &Error{File: c.fileName(), Line: c.Line(path), Path: path, Msg: maskEnv(fmt.Sprintf(format, args...), c.masker)}
 }
 
 func (c *Config) fileName() string {

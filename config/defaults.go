@@ -54,6 +54,9 @@ func (c *Config) ApplyDefaults() {
 		c.Log.Format = DefaultLogFormat
 	}
 
+	if c.Matrix.Router.Username == "" && c.Matrix.Router.Account.UserID != "" {
+		c.Matrix.Router.Username = c.Matrix.Router.Account.UserID.Localpart()
+	}
 	if c.Matrix.Router.Username == "" {
 		c.Matrix.Router.Username = DefaultRouterUsername
 	}
@@ -80,6 +83,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	defaultModel := c.defaultModel()
 	for name, a := range c.Agents {
+		if a.Username == "" && a.Account.UserID != "" {
+			a.Username = a.Account.UserID.Localpart()
+		}
 		if a.Username == "" {
 			a.Username = name
 		}

@@ -23,8 +23,12 @@ type Changes struct {
 	// different order (which changes hook order on priority ties).
 	PluginOrder bool
 
-	// Matrix is set when anything under matrix changed.
+	// Matrix is set when anything under matrix changed, except the
+	// router's profile (see RouterProfile).
 	Matrix bool
+	// RouterProfile is set when matrix.router.display_name or
+	// matrix.router.avatar changed; a reload applies it.
+	RouterProfile bool
 	// Models is set when any model was added, removed or changed.
 	Models bool
 	// Authorization is set when anything under authorization changed.
@@ -61,7 +65,11 @@ func Diff(old, new *Config) Changes {
 
 	a, r, c := diffMaps(old.Models, new.Models)
 	ch.Models = len(a)+len(r)+len(c) > 0
-	ch.Matrix = !reflect.DeepEqual(old.Matrix, new.Matrix)
+	om, nm := old.Matrix, new.Matrix
+	ch.RouterProfile = om.Router.DisplayName != nm.Router.DisplayName || om.Router.Avatar != nm.Router.Avatar
+	om.Router.DisplayName, om.Router.Avatar = "", ""
+	nm.Router.DisplayName, nm.Router.Avatar = "", ""
+	ch.Matrix = !reflect.DeepEqual(om, nm)
 	ch.Authorization = !reflect.DeepEqual(old.Authorization, new.Authorization)
 	ch.Router = old.Router != new.Router
 	ch.Defaults = old.Defaults.StreamingEnabled() != new.Defaults.StreamingEnabled() ||
@@ -151,7 +159,7 @@ func (ch Changes) String() string {
 		set  bool
 		name string
 	}{
-		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.Models, "models"},
+		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.RouterProfile, "router profile"}, {ch.Models, "models"},
 		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
 		{ch.Usage, "usage"},

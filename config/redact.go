@@ -119,7 +119,7 @@ func isSecretKey(k string) bool {
 // ${VAR} substitution.
 func (c *Config) Redacted() *Config {
 	n := c.Clone()
-	n.envValues = nil // the values themselves
+	n.envValues, n.masker = nil, nil // the values themselves
 	for i := range n.Plugins {
 		if s := n.Plugins[i].Settings; s != nil {
 			n.redactSettings(s, joinKey(joinIndex("plugins", i), "settings"))

@@ -98,6 +98,8 @@ func (v *validator) matrix() {
 	if err := id.ValidateUserLocalpart(m.Router.Username); err != nil {
 		v.errorf("matrix.router.username", "%q is not a valid Matrix localpart (allowed: a-z 0-9 . _ = - / +)", m.Router.Username)
 	}
+	v.account("matrix.router", m.Router.Username, m.Router.Account)
+	v.avatar("matrix.router.avatar", m.Router.Avatar)
 	v.userIDs("matrix.bot_accounts", m.BotAccounts)
 	if m.SyncTimelineLimit < 0 {
 		v.errorf("matrix.sync_timeline_limit", "must be positive, not %d", m.SyncTimelineLimit)
@@ -250,6 +252,8 @@ func (v *validator) agents() {
 		if !badName || a.Username != name {
 			v.username(joinKey(p, "username"), a.Username, p, usernames)
 		}
+		v.account(p, a.Username, a.Account)
+		v.avatar(joinKey(p, "avatar"), a.Avatar)
 		switch {
 		case a.Model == "" && len(c.Models) == 0:
 			v.errorf(p, "has no model: configure one under models")
@@ -278,6 +282,50 @@ func (v *validator) agents() {
 		if a.DailyTokenBudget != nil {
 			v.tokenBudget(joinKey(p, "daily_token_budget"), *a.DailyTokenBudget)
 		}
+	}
+}
+
+// account checks the existing account configured under owner (the router's
+// matrix.router or agents.<name>), whose localpart is username.
+func (v *validator) account(owner, username string, a Account) {
+	if !a.IsSet() {
+		return
+	}
+	p := joinKey(owner, "account")
+	if a.UserID == "" {
+		v.errorf(joinKey(p, "user_id"), "is required with an existing account (the full user id, e.g. @%s:example.org)", username)
+	} else if _, _, err := a.UserID.ParseAndValidateRelaxed(); err != nil {
+		v.errorf(joinKey(p, "user_id"), "%q is not a valid Matrix user id (e.g. @alice:example.org)", a.UserID)
+	} else {
+		server := v.c.Matrix.ServerName
+		if server != "" && a.UserID.Homeserver() != server {
+			v.errorf(joinKey(p, "user_id"), "%s is not on matrix.server_name %s", a.UserID, server)
+		}
+		if a.UserID.Localpart() != username {
+			v.errorf(joinKey(owner, "username"), "%q does not match account.user_id %s (leave username out)", username, a.UserID)
+		}
+	}
+	if !a.AccessToken.IsSet() && !a.Password.IsSet() {
+		v.errorf(p, "set access_token or password (or both: the token is used, the password logs in again when the token stops working)")
+	}
+	if a.DeviceID != "" && !a.AccessToken.IsSet() {
+		v.errorf(joinKey(p, "device_id"), "only applies with access_token (a password login gets its own device)")
+	}
+}
+
+// avatar checks a profile picture: an mxc:// URI or a file path.
+func (v *validator) avatar(path, avatar string) {
+	if avatar == "" {
+		return
+	}
+	if IsMXC(avatar) {
+		if _, err := id.ParseContentURI(avatar); err != nil {
+			v.errorf(path, "%q is not a valid mxc:// URI (mxc://server/media_id)", avatar)
+		}
+		return
+	}
+	if strings.Contains(avatar, "://") {
+		v.errorf(path, "must be an mxc:// URI or an image file path, not %q", avatar)
 	}
 }
 

@@ -317,7 +317,6 @@ const (
 	CancelledByUser     CancelReason = "cancelled_by_user"
 	CancelSuppressed    CancelReason = "suppressed_by_hook"
 	CancelModelError    CancelReason = "model_error"
-	CancelToolError     CancelReason = "tool_error"
 	CancelDeliveryError CancelReason = "delivery_failed"
 	CancelInterrupted   CancelReason = "interrupted"
 	CancelClaimed       CancelReason = "claimed_by_hook"
@@ -386,9 +385,14 @@ func (c *AgentLifecycleContext) merge(*AgentLifecycleContext) {}
 // stored.
 type SessionContext struct {
 	Base
-	Agent     AgentName  `json:"agent"`
-	ScopeKey  string     `json:"scope_key"`
-	SessionID string     `json:"session_id"`
+	Agent AgentName `json:"agent"`
+	// SessionID is the conversation's key (room + thread), the same value
+	// as an envelope's session_id.
+	SessionID string `json:"session_id"`
+	// HistoryID identifies the stored history of the conversation: made
+	// when its first turn is stored, kept by compaction, new after the
+	// history was deleted.
+	HistoryID string     `json:"history_id"`
 	RoomID    id.RoomID  `json:"room_id"`
 	ThreadID  id.EventID `json:"thread_id,omitempty"`
 }
@@ -423,9 +427,11 @@ type ChatToolCall struct {
 // counts and the summary). Nothing can be changed.
 type CompactionContext struct {
 	Base
-	Agent        AgentName     `json:"agent"`
-	ScopeKey     string        `json:"scope_key"`
+	Agent AgentName `json:"agent"`
+	// SessionID is the conversation's key (room + thread); HistoryID the
+	// stored history's id (see SessionContext).
 	SessionID    string        `json:"session_id"`
+	HistoryID    string        `json:"history_id"`
 	RoomID       id.RoomID     `json:"room_id"`
 	ThreadID     id.EventID    `json:"thread_id,omitempty"`
 	Messages     []ChatMessage `json:"messages"`

@@ -53,6 +53,7 @@ func Main(m interface{ Run() int }) {
 // or when the server cannot start (then every test that asks for it fails).
 func Shared(t testing.TB) *Server {
 	t.Helper()
+	skipShort(t)
 	shared.Lock()
 	defer shared.Unlock()
 	if !shared.inMain {
@@ -65,4 +66,13 @@ func Shared(t testing.TB) *Server {
 		t.Fatalf("hstest: shared homeserver: %v", shared.err)
 	}
 	return shared.srv
+}
+
+// skipShort skips an end-to-end test under `go test -short`, the way to run
+// only a package's unit tests (a plain `go test` runs everything).
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test on a real homeserver: not run with -short")
+	}
 }

@@ -57,6 +57,7 @@ type process struct {
 // test restarts or stops the server; other tests should share one with Shared.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	skipShort(t)
 	s, err := newServer()
 	if err != nil {
 		t.Fatalf("hstest: %v", err)
@@ -79,6 +80,7 @@ func Start(t testing.TB) *Server {
 // that creates a thousand rooms) can be reused by the next run.
 func StartIn(t testing.TB, dir string) *Server {
 	t.Helper()
+	skipShort(t)
 	bin, err := binaries()
 	if err != nil {
 		t.Fatalf("hstest: %v", err)

@@ -69,6 +69,13 @@ type Spec struct {
 	// on Linux). On a kernel without Landlock the process runs unconfined
 	// and a warning says so once per plugin.
 	Sandbox *sandbox.Policy
+	// Secrets are values the plugin may know (its secret settings, its
+	// allowlisted environment variables) or must not learn, and that must
+	// never reach hookroom's log through it: they are masked as
+	// "[REDACTED]" in the plugin's stderr lines, its log messages and the
+	// error messages it answers with. Values shorter than 6 bytes are
+	// ignored.
+	Secrets []string
 	// Trace, when set, receives every protocol line in both directions,
 	// each prefixed with "--> " (host to plugin) or "<-- " (plugin to
 	// host): a debugging aid, like an LSP trace. Writes are serialized.
@@ -213,6 +220,8 @@ type Plugin struct {
 
 	stderrLimit *rateLimiter
 	spawned     []int // pids, for tests
+	// mask replaces spec.Secrets in text the plugin wrote (nil: none).
+	mask *strings.Replacer
 }
 
 // Start starts the plugin's process, sends initialize and reads its
@@ -250,6 +259,7 @@ func Start(ctx context.Context, spec Spec) (*Plugin, error) {
 		invs: map[uint64]*invocation{},
 	}
 	p.stderrLimit = newRateLimiter(sup.StderrLinesPerSecond, sup.StderrBurst)
+	p.mask = secretMasker(spec.Secrets)
 	inst, decl, err := p.spawn(ctx)
 	if err != nil {
 		p.wg.Wait()
@@ -479,6 +489,10 @@ func (p *Plugin) callError(ctx context.Context, inst *instance, what string, err
 		return fmt.Errorf("process plugin %q did not answer %s in time: %w", p.spec.Name, what, err)
 	case errors.As(err, &re):
 		inst.answered()
+		if p.mask != nil {
+			// The message is the plugin's own text (an exception's).
+			err = &jsonrpc.Error{Code: re.Code, Message: p.redact(re.Message)}
+		}
 		return fmt.Errorf("process plugin %q: %s failed: %w", p.spec.Name, what, err)
 	case errors.Is(err, jsonrpc.ErrClosed):
 		// The process died under the call: say how, if it is known in time.

@@ -81,7 +81,7 @@ var testPlugin = sdk.Plugin{
 				c.Decline("secrets stay unread")
 			}
 			return nil
-		}, hooks.WithFailurePolicy(hooks.FailClosed), hooks.Timeout(150*time.Millisecond)),
+		}, hooks.WithFailurePolicy(hooks.FailClosed), hooks.Timeout(5*time.Second)), // a declared timeout, long enough for a loaded machine
 		hooks.Handle(hooks.MessageClaim, "ping", func(_ context.Context, c *hooks.MessageClaimContext) error {
 			if c.Envelope.Body == "ping" {
 				c.Claim("pong")
@@ -92,7 +92,10 @@ var testPlugin = sdk.Plugin{
 			c.MessageText = "rewritten: " + c.MessageText
 			return nil
 		}, hooks.Rooms(hooktest.Room)),
-		hooks.Handle(hooks.MessageAfterResponse, "callbacks", callbacks, hooks.Agents(hooktest.Agent)),
+		// callbacks makes a dozen host calls (a process reads an
+		// attachment in chunks): the default 3 s is too short on a loaded
+		// machine, and the test waits for it to finish anyway.
+		hooks.Handle(hooks.MessageAfterResponse, "callbacks", callbacks, hooks.Agents(hooktest.Agent), hooks.Timeout(30*time.Second)),
 		hooks.Handle(emittedEvent, "emitted", func(ctx context.Context, c *hooks.CustomEventContext) error {
 			var p struct{ From string }
 			if err := c.DecodePayload(&p); err != nil {
@@ -329,7 +332,7 @@ func TestSameCodeBothModes(t *testing.T) {
 					infos[i.Hook] = i
 				}
 				if infos["location"].Priority != 20 || infos["guard"].FailurePolicy != "closed" ||
-					infos["guard"].Timeout != 150*time.Millisecond || !slices.Equal(infos["sched"].Rooms, []id.RoomID{hooktest.Room}) ||
+					infos["guard"].Timeout != 5*time.Second || !slices.Equal(infos["sched"].Rooms, []id.RoomID{hooktest.Room}) ||
 					!slices.Equal(infos["callbacks"].Agents, []hooks.AgentName{hooktest.Agent}) || len(infos) != 13 {
 					t.Errorf("declaration = %+v", infos)
 				}
