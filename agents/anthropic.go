@@ -464,8 +464,14 @@ func retryableAnthropicError(t anthropic.ErrorType) bool {
 func (m *anthropicModel) classify(sctx, parent context.Context, err error) *ModelError {
 	me := m.classifyRaw(sctx, parent, err)
 	me.Message = scrubCredentials(me.Message, m.spec.APIKey)
-	if me.Err != nil && !errors.Is(me.Err, context.Canceled) && !errors.Is(me.Err, context.DeadlineExceeded) && me.Err != io.ErrUnexpectedEOF {
-		me.Err = errors.New(scrubCredentials(me.Err.Error(), m.spec.APIKey))
+	var opErr *net.OpError
+	switch {
+	case me.Err == nil, errors.Is(me.Err, context.Canceled), errors.Is(me.Err, context.DeadlineExceeded), me.Err == io.ErrUnexpectedEOF:
+	case errors.As(me.Err, &opErr) && me.Err == error(opErr):
+		// A connection error names addresses only: keep it for errors.Is.
+	default:
+		// The SDK's errors quote the request URL and the response body.
+		me.Err = errors.New(scrubCredentials(clip(me.Err.Error()), m.spec.APIKey))
 	}
 	return me
 }
@@ -527,7 +533,13 @@ func (m *anthropicModel) classifyRaw(sctx, parent context.Context, err error) *M
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		me.Kind, me.Retryable = ErrorNetwork, true
 		me.Message = "the connection closed in the middle of the reply"
-	case errors.As(err, &urlErr), errors.As(err, &netErr):
+	case errors.As(err, &urlErr):
+		// Not urlErr.Error(): it quotes the whole request URL, whose path
+		// or query may carry a credential (a gateway token in the base
+		// URL); the server's origin says which server it was.
+		me.Kind, me.Retryable, me.Err = ErrorNetwork, true, urlErr.Err
+		me.Message = fmt.Sprintf("could not talk to the model server at %s: %v", urlOrigin(urlErr.URL), urlErr.Err)
+	case errors.As(err, &netErr):
 		me.Kind, me.Retryable = ErrorNetwork, true
 		me.Message = "could not talk to the model server: " + err.Error()
 	default:

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -507,5 +509,33 @@ func TestAnthropicToolInputInBlockStart(t *testing.T) {
 	want := []agents.ToolCall{{ID: "toolu_9", Name: "clock", Arguments: `{"timezone":"UTC"}`}, {ID: "toolu_10", Name: "room_info", Arguments: `{}`}}
 	if !reflect.DeepEqual(c.ToolCalls, want) || c.FinishReason != agents.FinishToolCalls || c.Usage.CompletionTokens != 9 {
 		t.Errorf("completion = %+v", c)
+	}
+}
+
+// A server that cannot be reached is named by its origin: the base URL's
+// path may hold a gateway token.
+func TestAnthropicNetworkErrorHidesTheURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	m, err := agents.NewModel(agents.ModelSpec{Provider: agents.ProviderAnthropic, BaseURL: "http://" + addr + "/gw/tok-SECRET-0123456789", Model: "m", APIKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = agents.Complete(t.Context(), m, userPrompt("hi"), nil)
+	var me *agents.ModelError
+	if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork || !me.Retryable || !strings.Contains(me.Message, "http://"+addr+":") {
+		t.Fatalf("error = %v, want a retryable network *ModelError naming http://%s", err, addr)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("error %v does not unwrap to ECONNREFUSED", err)
+	}
+	for e := error(me); e != nil; e = errors.Unwrap(e) {
+		if strings.Contains(e.Error(), "SECRET") || strings.Contains(e.Error(), "/gw/") {
+			t.Errorf("error shows the URL's path or the key: %v", e)
+		}
 	}
 }
