@@ -21,8 +21,11 @@ const anthropicKey = "sk-ant-test-SECRET-0123456789"
 // newAnthropicTurnEnv is newTurnEnv with the agent on an anthropic model
 // (provider: anthropic, the llmtest server's Messages API); the router
 // stays on openai.
-func newAnthropicTurnEnv(t *testing.T, agentName, agentYAML string, extra ...hooks.Hook) *turnEnv {
+// The bot's log goes to the returned buffer too.
+func newAnthropicTurnEnv(t *testing.T, agentName, agentYAML string, extra ...hooks.Hook) (*turnEnv, *logBuffer) {
 	e := &turnEnv{testEnv: newEnv(t), llm: llmtest.NewServer(t), rec: &events{}}
+	logs := &logBuffer{}
+	e.testEnv.logs = logs
 	e.person = e.hs.RegisterUser(t, "alice")
 	e.room = createRoom(t, e.person, e.userID("router"), e.userID(agentName))
 	e.cfg = fmt.Sprintf(`models:
@@ -67,7 +70,7 @@ agents:
 		},
 	}
 	e.bot = e.start(cfg, e.rec, e.opts)
-	return e
+	return e, logs
 }
 
 // A turn on Dendrite whose model speaks Anthropic's Messages API: the
@@ -76,7 +79,7 @@ agents:
 // breakpoint and the cached tokens reach the turn's usage.
 func TestAnthropicAgentCallsATool(t *testing.T) {
 	var turnNo atomic.Int32
-	e := newAnthropicTurnEnv(t, "claude", "    tools: [current_time]\n    instructions: Answer briefly.\n",
+	e, logs := newAnthropicTurnEnv(t, "claude", "    tools: [current_time]\n    instructions: Answer briefly.\n",
 		hooks.Handle(hooks.SystemEnrich, "context", func(_ context.Context, c *hooks.SystemEnrichContext) error {
 			c.AddInstruction("team", "The team is backend.", hooks.StableItem)
 			c.AddInstruction("mood", fmt.Sprintf("Turn %d.", turnNo.Add(1)))
@@ -168,23 +171,42 @@ func TestAnthropicAgentCallsATool(t *testing.T) {
 	if a, b := string(third.Body.Fields["tools"]), string(reqs[0].Body.Fields["tools"]); a != b {
 		t.Errorf("the tools changed between turns:\n%s\n%s", a, b)
 	}
-	// The key went to the server, never into the room.
+	// A refusal that echoes the key: the turn fails visibly, and the key
+	// went to the server but never into the room or the log.
+	e.llm.Script(llmtest.HTTPError(401, "invalid x-api-key: "+anthropicKey))
+	e.say("@"+e.localpart("claude")+" once more?", q)
+	if got := e.waitTerminal(3); !strings.HasPrefix(got[2], "cancelled:") {
+		t.Fatalf("terminal %v", got)
+	}
 	if auth := reqs[0].Header.Get("Authorization") + reqs[0].Header.Get("X-Api-Key"); !strings.Contains(auth, anthropicKey) {
 		t.Errorf("the API key was not sent")
+	}
+	if !strings.Contains(logs.String(), "invalid x-api-key: [REDACTED]") {
+		t.Errorf("the log does not have the scrubbed refusal")
+	}
+	if strings.Contains(logs.String(), "SECRET") {
+		t.Errorf("the log shows the key")
 	}
 	assertNoKeyInRoom(t, e, e.room)
 }
 
-// assertNoKeyInRoom fails if any message in room mentions the API key.
+// assertNoKeyInRoom fails if any event of room mentions the API key, or if
+// the person was not told that the model refused hookroom's credentials.
 func assertNoKeyInRoom(t *testing.T, e *turnEnv, room id.RoomID) {
 	t.Helper()
 	msgs, err := e.person.Client.Messages(context.Background(), room, "", "", 'b', nil, 100)
 	if err != nil {
 		t.Fatalf("messages: %v", err)
 	}
+	told := false
 	for _, ev := range msgs.Chunk {
-		if strings.Contains(string(ev.Content.VeryRaw), "SECRET") {
-			t.Errorf("the room shows the key: %s", ev.Content.VeryRaw)
+		raw := string(ev.Content.VeryRaw)
+		if strings.Contains(raw, "SECRET") {
+			t.Errorf("the room shows the key: %s", raw)
 		}
+		told = told || strings.Contains(raw, "rejected hookroom's credentials")
+	}
+	if !told {
+		t.Errorf("the room has no notice of the refused credentials (%d events read)", len(msgs.Chunk))
 	}
 }
