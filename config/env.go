@@ -220,4 +220,3 @@ func maskEnv(msg string, m *strings.Replacer) string {
 	}
 	return m.Replace(msg)
 }
-
