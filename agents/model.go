@@ -41,6 +41,12 @@ type Message struct {
 	// does not store them and the message's JSON form leaves them out, so
 	// a stored turn keeps only its text (which names its images).
 	Images []Image `json:"-"`
+	// StablePrefix, when positive, says that the first StablePrefix bytes
+	// of Content are the same on every turn of the conversation (the
+	// agent's own system prompt and its stable enrichment). Providers with
+	// explicit prompt caching (anthropic) put a cache breakpoint at its end;
+	// the text sent is unchanged. Like Images it is not stored.
+	StablePrefix int `json:"-"`
 }
 
 // Image is an image sent to the model with a message.

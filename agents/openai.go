@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -118,11 +119,11 @@ func (m *openaiModel) request(req *Request) openai.ChatCompletionRequest {
 			}}
 		}
 	}
-	if req.MaxTokens > 0 {
+	if n := cmp.Or(req.MaxTokens, m.spec.MaxTokens); n > 0 {
 		if reasoningModel(m.spec.Model) {
-			out.MaxCompletionTokens = req.MaxTokens
+			out.MaxCompletionTokens = n
 		} else {
-			out.MaxTokens = req.MaxTokens
+			out.MaxTokens = n
 		}
 	}
 	if req.Temperature != nil {

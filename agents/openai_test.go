@@ -449,7 +449,10 @@ func TestNewModel(t *testing.T) {
 		{name: "echo", spec: agents.ModelSpec{Provider: "echo"}},
 		{name: "openai without model", spec: agents.ModelSpec{Provider: "openai"}, wantErr: "no model name"},
 		{name: "bad base url", spec: agents.ModelSpec{Model: "m", BaseURL: "localhost:11434"}, wantErr: "not an http(s) URL"},
-		{name: "unknown provider", spec: agents.ModelSpec{Provider: "anthropic", Model: "m"}, wantErr: `unknown provider "anthropic"`},
+		{name: "anthropic", spec: agents.ModelSpec{Provider: "anthropic", Model: "claude-sonnet-4-5"}},
+		{name: "anthropic without model", spec: agents.ModelSpec{Provider: "anthropic"}, wantErr: "no model name"},
+		{name: "anthropic bad base url", spec: agents.ModelSpec{Provider: "anthropic", Model: "m", BaseURL: "api.anthropic.com"}, wantErr: "not an http(s) URL"},
+		{name: "unknown provider", spec: agents.ModelSpec{Provider: "claude", Model: "m"}, wantErr: `unknown provider "claude"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

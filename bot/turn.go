@@ -292,8 +292,19 @@ func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachme
 		return nil, fmt.Errorf("failed to load the history: %w", err)
 	}
 	msgs := make([]agents.Message, 0, len(history)+3)
-	msgs = append(msgs, agents.Message{Role: agents.RoleSystem, Content: t.b.systemPrompt(t.agent, et.System)})
+	system, stable := t.b.systemPrompt(t.agent, et)
+	msgs = append(msgs, agents.Message{Role: agents.RoleSystem, Content: system, StablePrefix: stable})
 	msgs = append(msgs, history...)
+	// The stored history is replayed byte-exact, so the conversation up to
+	// its last message is a stable prefix too: a provider with prompt
+	// caching reads it from the cache on the next turn and on every tool
+	// round of this one.
+	for i := len(msgs) - 1; i > 0; i-- {
+		if msgs[i].Content != "" {
+			msgs[i].StablePrefix = len(msgs[i].Content)
+			break
+		}
+	}
 	if et.Transient != "" {
 		msgs = append(msgs, agents.Message{Role: agents.RoleUser, Content: et.Transient})
 	}
@@ -316,8 +327,12 @@ func (t *turn) tellAttachments(ctx context.Context, notices []string) {
 	}
 }
 
-// systemPrompt is the agent's system prompt for one run.
-func (b *Bot) systemPrompt(agent hooks.AgentName, systemBlock string) string {
+// systemPrompt is the agent's system prompt for one run, and how many of
+// its leading bytes stay the same from turn to turn: the agent's own
+// prompt and the block's stable items (et.SystemStable). Providers with
+// prompt caching cache up to there.
+func (b *Bot) systemPrompt(agent hooks.AgentName, et enrich.Turn) (string, int) {
+	systemBlock := et.System
 	a := b.w().cfg.Agents[string(agent)]
 	var s strings.Builder
 	fmt.Fprintf(&s, "You are %s, an assistant in a Matrix chat room.", cmpOr(a.DisplayName, string(agent)))
@@ -327,10 +342,14 @@ func (b *Bot) systemPrompt(agent hooks.AgentName, systemBlock string) string {
 	if a.Instructions != "" {
 		s.WriteString("\n\n" + strings.TrimSpace(a.Instructions))
 	}
+	stable := s.Len()
 	if systemBlock != "" {
 		s.WriteString("\n\n" + systemBlock)
+		if et.SystemStable > 0 {
+			stable += len("\n\n") + et.SystemStable
+		}
 	}
-	return s.String()
+	return s.String(), stable
 }
 
 func (t *turn) onText(delta string) {

@@ -356,20 +356,31 @@ type Provider string
 const (
 	// ProviderOpenAI is any OpenAI-compatible chat completions API.
 	ProviderOpenAI Provider = "openai"
+	// ProviderAnthropic is Anthropic's Messages API (Claude), spoken
+	// natively: streaming, tool use, prompt caching.
+	ProviderAnthropic Provider = "anthropic"
 	// ProviderEcho answers by echoing, for offline demos and tests.
 	ProviderEcho Provider = "echo"
 )
 
 // Model is one model a provider serves.
 type Model struct {
-	// Provider is "openai" (default; any OpenAI-compatible API) or "echo".
+	// Provider is "openai" (default; any OpenAI-compatible API),
+	// "anthropic" (Anthropic's Messages API) or "echo".
 	Provider Provider `yaml:"provider"`
-	// BaseURL is the API base URL; empty means the provider's default.
+	// BaseURL is the API base URL; empty means the provider's default
+	// (openai: https://api.openai.com/v1; anthropic:
+	// https://api.anthropic.com).
 	BaseURL string `yaml:"base_url"`
 	// APIKey authenticates to the API; may be empty for local servers.
 	APIKey Secret `yaml:"api_key"`
-	// Model is the provider's model id ("gpt-4o-mini"). Required for openai.
+	// Model is the provider's model id ("gpt-4o-mini",
+	// "claude-sonnet-4-5"). Required for openai and anthropic.
 	Model string `yaml:"model"`
+	// MaxTokens bounds the length of each reply, in tokens. 0 leaves it to
+	// the server for openai; anthropic requires a bound and defaults to
+	// 8192.
+	MaxTokens int `yaml:"max_tokens"`
 	// ContextWindow is the model's context size in tokens; 0 means unknown.
 	ContextWindow int `yaml:"context_window"`
 	// Vision says that the model accepts images (OpenAI-compatible

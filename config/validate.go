@@ -145,13 +145,19 @@ func (v *validator) models() {
 		m := v.c.Models[name]
 		p := joinKey("models", name)
 		switch m.Provider {
-		case ProviderOpenAI:
+		case ProviderOpenAI, ProviderAnthropic:
 			if m.Model == "" {
 				v.errorf(joinKey(p, "model"), "is required for provider %q (the provider's model id)", m.Provider)
 			}
 		case ProviderEcho:
 		default:
-			v.errorf(joinKey(p, "provider"), "must be %q or %q, not %q", ProviderOpenAI, ProviderEcho, m.Provider)
+			v.errorf(joinKey(p, "provider"), "must be %q, %q or %q, not %q", ProviderOpenAI, ProviderAnthropic, ProviderEcho, m.Provider)
+		}
+		switch {
+		case m.MaxTokens < 0:
+			v.errorf(joinKey(p, "max_tokens"), "must not be negative")
+		case m.MaxTokens > 0 && m.ContextWindow > 0 && m.MaxTokens >= m.ContextWindow:
+			v.errorf(joinKey(p, "max_tokens"), "must be smaller than context_window (%d): the reply must leave room for the prompt", m.ContextWindow)
 		}
 		if m.BaseURL != "" {
 			v.httpURL(joinKey(p, "base_url"), m.BaseURL)
