@@ -75,7 +75,7 @@ func TestReplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []Reply{{0, "$a", "@helper:hs"}, {1, "$b", "@helper:hs"}, {2, "$c", "@helper:hs"}}
+		want := []Reply{{Part: 0, EventID: "$a", Sender: "@helper:hs"}, {Part: 1, EventID: "$b", Sender: "@helper:hs"}, {Part: 2, EventID: "$c", Sender: "@helper:hs"}}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("replies = %v, want %v", got, want)
 		}
@@ -109,8 +109,54 @@ func TestUpgradeFromV2KeepsDeliveries(t *testing.T) {
 			t.Fatalf("upgrade from v2: %v", err)
 		}
 		got, err := s.Replies(ctx, "$q")
-		if err != nil || fmt.Sprint(got) != fmt.Sprint([]Reply{{0, "$old", ""}}) {
+		if err != nil || fmt.Sprint(got) != fmt.Sprint([]Reply{{Part: 0, EventID: "$old", Sender: ""}}) {
 			t.Errorf("replies after upgrade = %v, %v", got, err)
+		}
+	})
+}
+
+// An intent stays until its reply is recorded under the same key or it is
+// forgotten; recording it twice keeps the first sync position.
+func TestDeliveryIntents(t *testing.T) {
+	forDialects(t, func(t *testing.T, d dialect) {
+		s := d.newStore(t)
+		ctx := context.Background()
+		placeholder := Intent{Room: "!r:hs", Part: 0, TxnKey: "k-placeholder", Sender: "@a:hs", Since: "s1"}
+		part1 := Intent{Room: "!r:hs", Part: 1, TxnKey: "k-reply-1", Sender: "@a:hs", Since: "s2"}
+		for _, in := range []Intent{placeholder, part1, {Room: "!r:hs", TxnKey: "k-placeholder", Sender: "@a:hs", Since: "s9"}} {
+			if err := s.IntendReply(ctx, "$q", in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.IntendReply(ctx, "$other", Intent{Room: "!r:hs", TxnKey: "k", Sender: "@a:hs"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Intents(ctx, "$q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0] != placeholder || got[1] != part1 {
+			t.Fatalf("intents = %+v, want %+v and %+v", got, placeholder, part1)
+		}
+
+		// Recording the placeholder's event id confirms its intent.
+		if err := s.RecordReply(ctx, "!r:hs", "$q", Reply{EventID: "$p", Sender: "@a:hs", TxnKey: "k-placeholder"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Intents(ctx, "$q"); len(got) != 1 || got[0] != part1 {
+			t.Errorf("after RecordReply: %+v, want only part 1", got)
+		}
+		if r, _ := s.Replies(ctx, "$q"); len(r) != 1 || r[0].EventID != "$p" {
+			t.Errorf("replies = %+v", r)
+		}
+		if err := s.ForgetIntent(ctx, "$q", "k-reply-1"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Intents(ctx, "$q"); len(got) != 0 {
+			t.Errorf("after ForgetIntent: %+v", got)
+		}
+		if got, _ := s.Intents(ctx, "$other"); len(got) != 1 {
+			t.Errorf("another source's intent: %+v", got)
 		}
 	})
 }

@@ -2,6 +2,7 @@
 // inbound event ledger that hands each Matrix event to the pipeline exactly
 // once and replays unhandled events after a crash, and the room-member join
 // markers that make room:member_joined fire once per room and user, forever,
-// and the rooms hookroom's accounts joined on a person's invite (direct
+// the delivery records and intents that let a replayed turn edit what an earlier
+// run posted instead of posting again, and the rooms hookroom's accounts joined on a person's invite (direct
 // messages), which must survive restarts.
 package tracking
