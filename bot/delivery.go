@@ -1,0 +1,178 @@
+package bot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/tracking"
+)
+
+// How a turn delivers its messages so that a crash at any point leaves one
+// answer, not two:
+//
+//   - A new message (placeholder, reply, a part of a long reply, a notice)
+//     is sent with sendNew: its intent (transaction key, the account's sync
+//     position) is recorded before the send, and its event id after. A
+//     replayed turn (recoverDelivery) looks for every intent whose event id
+//     was never recorded among the account's own events (FindSent) and
+//     adopts what it finds, so the answer edits it instead of posting again.
+//     Homeservers are not relied on to remember transaction ids: Dendrite
+//     forgets one whose request's client died before it completed.
+//   - Edits carry a transaction key unique to the run (runKey), so a
+//     replayed turn's edits are never swallowed as repeats of the last
+//     run's, and the streaming edits end before the final edit is sent.
+
+// sendTimeout bounds a send that is not cancelled with the turn: a send
+// cancelled in flight may still land, after what the turn sends next.
+const sendTimeout = time.Minute
+
+// newRunKey returns a random key naming one run of a turn.
+func newRunKey() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// editOptions are the options of an edit made in this run at stage: a
+// transaction key of its own, so that a replayed turn's edit is never
+// taken for a repeat of the last run's.
+func (t *turn) editOptions(stage string) matrixio.SendOptions {
+	return t.sendOptions(stage + "/" + t.runKey)
+}
+
+// sendNew posts text as a new message that is part part of the turn's
+// answer (-1 for a notice before the answer), with opts (whose TxnKey is
+// set): the intent first, then the send, then its event id, which
+// replaces the intent.
+func (t *turn) sendNew(ctx context.Context, part int, text string, opts matrixio.SendOptions) (id.EventID, error) {
+	since, err := t.acct.SyncPosition(ctx)
+	if err != nil {
+		t.log.Warn().Err(err).Msg("failed to read the sync position; a replay will look for this message from the start")
+	}
+	in := tracking.Intent{Room: t.env.RoomID, Part: part, TxnKey: opts.TxnKey, Sender: t.acct.UserID(), Since: since}
+	if err := t.b.track.IntendReply(context.WithoutCancel(ctx), t.ev.ID, in); err != nil {
+		t.log.Warn().Err(err).Msg("failed to record the intent to send; a crash during this send may leave it doubled")
+	}
+	evID, err := t.acct.SendText(ctx, t.env.RoomID, text, opts)
+	if err != nil {
+		t.mu.Lock()
+		t.unconfirmed = true // it may have been posted all the same
+		t.mu.Unlock()
+		return "", err
+	}
+	t.recordReply(ctx, tracking.Reply{Part: part, EventID: evID, Sender: t.acct.UserID(), TxnKey: opts.TxnKey})
+	return evID, nil
+}
+
+// recordReply remembers a message of the turn's answer, so a replay edits
+// it and a redaction of the message removes it.
+func (t *turn) recordReply(ctx context.Context, r tracking.Reply) {
+	if err := t.b.track.RecordReply(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, r); err != nil {
+		t.log.Warn().Err(err).Msg("failed to record the reply")
+	}
+}
+
+// recoverDelivery runs before a replayed turn sends anything. It looks for
+// each message the last run meant to post but never saw posted, adopts
+// those it finds, and then loads every message the last run posted: the
+// answer edits them rather than posting them again.
+func (t *turn) recoverDelivery(ctx context.Context) {
+	intents, err := t.b.track.Intents(ctx, t.ev.ID)
+	if err != nil {
+		t.log.Warn().Err(err).Msg("failed to look up the messages an earlier run was sending")
+	}
+	for _, in := range intents {
+		acct := t.b.accountOf(in.Sender)
+		if acct == nil {
+			continue
+		}
+		evID, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			level := t.log.Warn()
+			if errors.Is(err, matrixio.ErrSentUnknown) {
+				level = t.log.Error()
+			}
+			level.Err(err).Int("part", in.Part).Msg("cannot tell whether an earlier run posted a message; it may show twice")
+			t.mu.Lock()
+			t.unconfirmed = true
+			t.mu.Unlock()
+		case evID == "":
+			// Not posted (yet): the answer sends it. If the killed request
+			// reaches the homeserver only later, the end of the turn
+			// removes it (sweepIntents).
+			t.mu.Lock()
+			t.unconfirmed = true
+			t.mu.Unlock()
+		default:
+			t.log.Info().Stringer("reply", evID).Int("part", in.Part).Msg("found a message an earlier run posted; editing it")
+			t.recordReply(ctx, tracking.Reply{Part: in.Part, EventID: evID, Sender: in.Sender, TxnKey: in.TxnKey})
+		}
+	}
+	prev, err := t.b.track.Replies(ctx, t.ev.ID)
+	if err != nil {
+		t.log.Warn().Err(err).Msg("failed to look up an earlier reply")
+		return
+	}
+	t.mu.Lock()
+	for _, r := range prev {
+		if r.Part == 0 {
+			t.reply, t.visible = r.EventID, true
+		} else {
+			t.earlier = append(t.earlier, r)
+		}
+	}
+	reply := t.reply
+	t.mu.Unlock()
+	if reply != "" {
+		t.b.turnsByEvent.alias(reply, t.ev.ID)
+	}
+}
+
+// sweepIntents runs when a turn whose delivery was uncertain is over: a
+// send of this or an earlier run failed in a way that may have posted it,
+// or an earlier run's message was not found. Each intent left is looked
+// for once more; a message found now landed after the answer went another
+// way, and is redacted. Then the intents are forgotten.
+func (t *turn) sweepIntents(ctx context.Context) {
+	t.mu.Lock()
+	unconfirmed := t.unconfirmed
+	t.mu.Unlock()
+	if !unconfirmed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+	defer cancel()
+	intents, err := t.b.track.Intents(ctx, t.ev.ID)
+	if err != nil {
+		t.log.Warn().Err(err).Msg("failed to look up the messages the turn was sending")
+		return
+	}
+	for _, in := range intents {
+		if acct := t.b.accountOf(in.Sender); acct != nil {
+			evID, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
+			if err != nil {
+				t.log.Warn().Err(err).Int("part", in.Part).Msg("cannot tell whether a message whose send failed was posted")
+			} else if evID != "" {
+				if _, err := acct.Redact(ctx, in.Room, evID, "duplicate"); err != nil {
+					t.log.Warn().Err(err).Stringer("reply", evID).Msg("failed to remove a message posted twice")
+				} else {
+					t.log.Warn().Stringer("reply", evID).Int("part", in.Part).Msg("removed a message that was posted late, after the answer")
+				}
+			}
+		}
+		if err := t.b.track.ForgetIntent(ctx, t.ev.ID, in.TxnKey); err != nil {
+			t.log.Warn().Err(err).Msg(fmt.Sprintf("failed to forget a delivery intent (part %d)", in.Part))
+		}
+	}
+}
