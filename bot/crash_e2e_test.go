@@ -208,6 +208,109 @@ type crashMessage struct {
 	answer string // the final answer the model gives
 }
 
+// crashEnv is the setup of the crash tests: rooms with a person and the
+// helper agent on a scripted model, set up once by an in-process hookroom,
+// and config.yaml pointing at a sendFreezer in front of the homeserver for
+// the hookroom processes the tests start.
+type crashEnv struct {
+	env            *testEnv
+	llm            *llmtest.Server
+	person         *hstest.User
+	helper, router id.UserID
+	rooms          []id.RoomID
+	since          []string // the person's sync position in each room before the test
+	freezer        *sendFreezer
+	log            string // the children's log file
+}
+
+func newCrashEnv(t *testing.T, nRooms int) *crashEnv {
+	e := newEnv(t)
+	c := &crashEnv{env: e, llm: llmtest.NewServer(t), person: e.hs.RegisterUser(t, "alice"),
+		helper: e.userID("helper"), router: e.userID("router"), log: filepath.Join(e.dir, "hookroom.log")}
+	var body strings.Builder
+	body.WriteString("rooms:\n")
+	var names []string
+	for i := range nRooms {
+		r := createRoom(t, c.person, c.router, c.helper)
+		c.rooms = append(c.rooms, r)
+		fmt.Fprintf(&body, "  r%d:\n    id: \"%s\"\n", i, r)
+		names = append(names, fmt.Sprintf("r%d", i))
+	}
+	fmt.Fprintf(&body, `models:
+  default:
+    provider: echo
+  agent:
+    provider: openai
+    base_url: %s
+    model: agent-model
+agents:
+  helper:
+    username: %s
+    model: agent
+    rooms: [%s]
+authorization:
+  global_users: ["%s"]
+`, c.llm.URL, e.localpart("helper"), strings.Join(names, ", "), c.person.UserID)
+	cfg := e.config(body.String())
+	// Set up accounts and rooms once, directly on the homeserver.
+	e.start(cfg, &events{}, Options{}).stop(t)
+
+	// From here on hookroom talks to the homeserver through the proxy.
+	freezer, proxyURL := newSendFreezer(t, e.hs.URL)
+	c.freezer = freezer
+	raw, err := os.ReadFile(e.yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = bytes.Replace(raw, []byte("homeserver: "+e.hs.URL), []byte("homeserver: "+proxyURL), 1)
+	if err := os.WriteFile(e.yaml, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.rooms {
+		c.since = append(c.since, roomSyncToken(t, c.person, r))
+	}
+	return c
+}
+
+// start starts a hookroom process.
+func (c *crashEnv) start(t *testing.T) *crashChild {
+	return startCrashChild(t, c.env.yaml, c.env.hs.Secret, c.log)
+}
+
+// barrier waits until the person's sync shows a message they send now in
+// every room: it then shows everything hookroom sent before.
+func (c *crashEnv) barrier(t *testing.T) {
+	t.Helper()
+	for i, r := range c.rooms {
+		bar, err := c.person.Client.SendText(context.Background(), r, "barrier")
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !slices.ContainsFunc(roomEventsSince(t, c.person, r, c.since[i]), func(ev *event.Event) bool { return ev.ID == bar.EventID }) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the barrier in %s never showed", r)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// logLines returns the lines of the children's log that contain s.
+func (c *crashEnv) logLines(t *testing.T, s string) []string {
+	data, err := os.ReadFile(c.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.Lines(string(data)) {
+		if strings.Contains(line, s) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
 // hookroom is SIGKILLed over and over at random points while people write
 // in several rooms and threads: while a placeholder or reply send is in
 // flight (frozen by a proxy, and completed on the homeserver after the
@@ -230,52 +333,9 @@ func TestCrashAnswersEveryMessageOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed>>7))
 	t.Logf("%d messages in %d rooms, %d kills (seed %d)", nMessages, nRooms, kills, seed)
 
-	e := newEnv(t)
-	llm := llmtest.NewServer(t)
-	person := e.hs.RegisterUser(t, "alice")
-	helper, router := e.userID("helper"), e.userID("router")
-	var rooms []id.RoomID
-	var body strings.Builder
-	body.WriteString("rooms:\n")
-	for i := range nRooms {
-		r := createRoom(t, person, router, helper)
-		rooms = append(rooms, r)
-		fmt.Fprintf(&body, "  r%d:\n    id: \"%s\"\n", i, r)
-	}
-	fmt.Fprintf(&body, `models:
-  default:
-    provider: echo
-  agent:
-    provider: openai
-    base_url: %s
-    model: agent-model
-agents:
-  helper:
-    username: %s
-    model: agent
-    rooms: [r0, r1, r2]
-authorization:
-  global_users: ["%s"]
-`, llm.URL, e.localpart("helper"), person.UserID)
-	cfg := e.config(body.String())
-	// Set up accounts and rooms once, directly on the homeserver.
-	rec := &events{}
-	e.start(cfg, rec, Options{}).stop(t)
-
-	// From here on hookroom talks to the homeserver through the proxy.
-	freezer, proxyURL := newSendFreezer(t, e.hs.URL)
-	raw, err := os.ReadFile(e.yaml)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw = bytes.Replace(raw, []byte("homeserver: "+e.hs.URL), []byte("homeserver: "+proxyURL), 1)
-	if err := os.WriteFile(e.yaml, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	since := make([]string, nRooms)
-	for i, r := range rooms {
-		since[i] = roomSyncToken(t, person, r)
-	}
+	c := newCrashEnv(t, nRooms)
+	llm, person, rooms, since, freezer := c.llm, c.person, c.rooms, c.since, c.freezer
+	helper, router := c.helper, c.router
 
 	// The messages: each has its own scripted answer, as often as it may
 	// be asked for (every kill may cut a turn short). A third are answered
@@ -317,7 +377,6 @@ authorization:
 		mu.Unlock()
 	}
 
-	logPath := filepath.Join(e.dir, "hookroom.log")
 	batch := nMessages / (kills + 1)
 	next := 0
 	sendBatch := func(n int) *sync.WaitGroup {
@@ -337,7 +396,7 @@ authorization:
 	frozenSends := map[string]int{}
 	began := time.Now()
 	for k := range kills {
-		child := startCrashChild(t, e.yaml, e.hs.Secret, logPath)
+		child := c.start(t)
 		mode := modes[k%len(modes)]
 		if mode != "random" {
 			freezer.arm(mode)
@@ -365,7 +424,7 @@ authorization:
 		}
 		sending.Wait()
 	}
-	child := startCrashChild(t, e.yaml, e.hs.Secret, logPath)
+	child := c.start(t)
 	sendBatch(nMessages - next).Wait()
 	if t.Failed() {
 		t.FailNow()
@@ -385,26 +444,12 @@ authorization:
 	}
 	answerTime := time.Since(began)
 	child.stop(t)
-	// A barrier from the person in every room: once the person's sync
-	// shows it, it shows everything hookroom sent before it stopped.
-	for i, r := range rooms {
-		bar, err := person.Client.SendText(context.Background(), r, "barrier")
-		if err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for !slices.ContainsFunc(roomEventsSince(t, person, r, since[i]), func(ev *event.Event) bool { return ev.ID == bar.EventID }) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the barrier in %s never showed", r)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	c.barrier(t)
 	problems, _ = crashCheck(t, person, rooms, since, msgs, helper, router)
 	for _, p := range problems {
 		t.Error(p)
 	}
-	logData, _ := os.ReadFile(logPath)
+	logData, _ := os.ReadFile(c.log)
 	adopted := bytes.Count(logData, []byte("found a message an earlier run posted"))
 	swept := bytes.Count(logData, []byte("removed a message that was posted late"))
 	t.Logf("%d messages, %d kills (frozen sends: %v): all answered %v after the first start; %d messages of killed runs adopted by their replays, %d late duplicates removed; %d problems",
@@ -432,8 +477,12 @@ func crashCheck(t *testing.T, person *hstest.User, rooms []id.RoomID, since []st
 	}
 	var posted []*agentMsg
 	byID := map[id.EventID]*agentMsg{}
+	redacted := map[id.EventID]bool{}
 	for i, r := range rooms {
 		for _, ev := range roomEventsSince(t, person, r, since[i]) {
+			if ev.Type == event.EventRedaction && slices.Contains(agents, ev.Sender) {
+				redacted[ev.Redacts] = true
+			}
 			if !slices.Contains(agents, ev.Sender) || ev.Type != event.EventMessage || ev.Unsigned.RedactedBecause != nil {
 				continue
 			}
@@ -452,6 +501,9 @@ func crashCheck(t *testing.T, person *hstest.User, rooms []id.RoomID, since []st
 	var problems []string
 	shown := map[string][]*agentMsg{}
 	for _, m := range posted {
+		if redacted[m.id] {
+			continue
+		}
 		tag := crashTag.FindString(m.text)
 		if tag == "" || msgs[tag] == nil {
 			problems = append(problems, fmt.Sprintf("stray agent message %s in %s: %q", m.id, m.room, m.text))
@@ -478,4 +530,71 @@ func crashCheck(t *testing.T, person *hstest.User, rooms []id.RoomID, since []st
 	}
 	slices.Sort(problems)
 	return problems, done
+}
+
+// A placeholder send of a killed run that reaches the homeserver only
+// after the replayed turn looked for it, and posted its own, is removed
+// when the replayed turn ends: one agent message remains, showing the
+// final answer.
+func TestLateSendOfKilledRunIsRemoved(t *testing.T) {
+	c := newCrashEnv(t, 1)
+	const tag = "[q0]"
+	answer := "Answer to " + tag + ": late but once"
+	hold := make(chan struct{})
+	c.llm.On(llmtest.LastUserContains(tag),
+		// The killed run streams slowly: it posts a placeholder (frozen).
+		llmtest.Reply{Text: llmtest.Split(answer, 8), ChunkDelay: 200 * time.Millisecond},
+		// The replay answers once the frozen send has landed.
+		llmtest.Reply{Text: llmtest.Split(answer, 8)}.WithHold(hold))
+	c.freezer.arm("new")
+	child := c.start(t)
+	resp, err := c.person.Client.SendText(context.Background(), c.rooms[0], "question "+tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := map[string]*crashMessage{tag: {room: c.rooms[0], id: resp.EventID, answer: answer}}
+	select {
+	case <-c.freezer.frozen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("hookroom posted no placeholder within 30s")
+	}
+	child.kill(t)
+	c.freezer.disarm()
+
+	// The replay does not find the frozen placeholder and posts its own.
+	child = c.start(t)
+	agentMessages := func() int {
+		n := 0
+		for _, ev := range roomEventsSince(t, c.person, c.rooms[0], c.since[0]) {
+			if ev.Sender == c.helper && ev.Type == event.EventMessage {
+				n++
+			}
+		}
+		return n
+	}
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitUntil("the replay posted its placeholder", func() bool { return agentMessages() == 1 })
+	// Now the killed run's placeholder lands: a second agent message.
+	if err := c.freezer.releaseFrozen(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("the late placeholder shows", func() bool { return agentMessages() == 2 })
+	close(hold)
+	waitUntil("the late placeholder was removed", func() bool {
+		return len(c.logLines(t, "removed a message that was posted late")) > 0
+	})
+	child.stop(t)
+	c.barrier(t)
+	if problems, done := crashCheck(t, c.person, c.rooms, c.since, msgs, c.helper, c.router); !done || len(problems) > 0 {
+		t.Errorf("answered: %v; problems: %v", done, problems)
+	}
 }

@@ -5,7 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
+	"slices"
 	"time"
 
 	"maunium.net/go/mautrix/id"
@@ -76,6 +76,9 @@ func (t *turn) sendNew(ctx context.Context, part int, text string, opts matrixio
 func (t *turn) recordReply(ctx context.Context, r tracking.Reply) {
 	if err := t.b.track.RecordReply(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, r); err != nil {
 		t.log.Warn().Err(err).Msg("failed to record the reply")
+		t.mu.Lock()
+		t.unrecorded = true // sweepIntents must not take it for a duplicate
+		t.mu.Unlock()
 	}
 }
 
@@ -93,9 +96,14 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 		if acct == nil {
 			continue
 		}
-		evID, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
-		switch {
-		case err != nil:
+		// Whatever is found or not, the end of the turn looks again: for a
+		// message that reaches the homeserver only later, and for a second
+		// copy of one (sweepIntents).
+		t.mu.Lock()
+		t.pending = append(t.pending, in)
+		t.mu.Unlock()
+		found, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -104,19 +112,10 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 				level = t.log.Error()
 			}
 			level.Err(err).Int("part", in.Part).Msg("cannot tell whether an earlier run posted a message; it may show twice")
-			t.mu.Lock()
-			t.unconfirmed = true
-			t.mu.Unlock()
-		case evID == "":
-			// Not posted (yet): the answer sends it. If the killed request
-			// reaches the homeserver only later, the end of the turn
-			// removes it (sweepIntents).
-			t.mu.Lock()
-			t.unconfirmed = true
-			t.mu.Unlock()
-		default:
-			t.log.Info().Stringer("reply", evID).Int("part", in.Part).Msg("found a message an earlier run posted; editing it")
-			t.recordReply(ctx, tracking.Reply{Part: in.Part, EventID: evID, Sender: in.Sender, TxnKey: in.TxnKey})
+		}
+		if len(found) > 0 {
+			t.log.Info().Stringer("reply", found[0]).Int("part", in.Part).Msg("found a message an earlier run posted; editing it")
+			t.recordReply(ctx, tracking.Reply{Part: in.Part, EventID: found[0], Sender: in.Sender, TxnKey: in.TxnKey})
 		}
 	}
 	prev, err := t.b.track.Replies(ctx, t.ev.ID)
@@ -139,40 +138,65 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 	}
 }
 
-// sweepIntents runs when a turn whose delivery was uncertain is over: a
-// send of this or an earlier run failed in a way that may have posted it,
-// or an earlier run's message was not found. Each intent left is looked
-// for once more; a message found now landed after the answer went another
-// way, and is redacted. Then the intents are forgotten.
+// sweepIntents runs when a turn is over whose delivery was uncertain: it
+// was replayed with messages of the last run unconfirmed, or one of its
+// own sends failed in a way that may have posted it. It looks once more
+// for each such message, and redacts every copy the turn's answer does
+// not use: a request of a killed run that reached the homeserver only
+// after the replay looked for it, a send repeated without the homeserver
+// recognising it. Then the intents are forgotten.
 func (t *turn) sweepIntents(ctx context.Context) {
 	t.mu.Lock()
-	unconfirmed := t.unconfirmed
+	intents := slices.Clone(t.pending)
+	unconfirmed, unrecorded := t.unconfirmed, t.unrecorded
 	t.mu.Unlock()
-	if !unconfirmed {
+	if len(intents) == 0 && !unconfirmed {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
-	intents, err := t.b.track.Intents(ctx, t.ev.ID)
+	left, err := t.b.track.Intents(ctx, t.ev.ID)
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to look up the messages the turn was sending")
-		return
 	}
+	for _, in := range left {
+		if !slices.ContainsFunc(intents, func(p tracking.Intent) bool { return p.TxnKey == in.TxnKey }) {
+			intents = append(intents, in)
+		}
+	}
+	replies, err := t.b.track.Replies(ctx, t.ev.ID)
+	if err != nil {
+		t.log.Warn().Err(err).Msg("failed to look up the turn's replies")
+		unrecorded = true
+	}
+	used := map[id.EventID]bool{}
+	for _, r := range replies {
+		used[r.EventID] = true
+	}
+	t.mu.Lock()
+	used[t.reply] = true
+	t.mu.Unlock()
 	for _, in := range intents {
-		if acct := t.b.accountOf(in.Sender); acct != nil {
-			evID, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
-			if err != nil {
-				t.log.Warn().Err(err).Int("part", in.Part).Msg("cannot tell whether a message whose send failed was posted")
-			} else if evID != "" {
-				if _, err := acct.Redact(ctx, in.Room, evID, "duplicate"); err != nil {
-					t.log.Warn().Err(err).Stringer("reply", evID).Msg("failed to remove a message posted twice")
-				} else {
-					t.log.Warn().Stringer("reply", evID).Int("part", in.Part).Msg("removed a message that was posted late, after the answer")
-				}
+		acct := t.b.accountOf(in.Sender)
+		if acct == nil {
+			continue
+		}
+		found, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
+		if err != nil {
+			t.log.Warn().Err(err).Int("part", in.Part).Msg("cannot tell whether a message was posted twice")
+		}
+		for _, evID := range found {
+			if used[evID] || unrecorded {
+				continue
+			}
+			if _, err := acct.Redact(ctx, in.Room, evID, "duplicate"); err != nil {
+				t.log.Warn().Err(err).Stringer("reply", evID).Msg("failed to remove a message posted twice")
+			} else {
+				t.log.Warn().Stringer("reply", evID).Int("part", in.Part).Msg("removed a message that was posted late, after the answer")
 			}
 		}
 		if err := t.b.track.ForgetIntent(ctx, t.ev.ID, in.TxnKey); err != nil {
-			t.log.Warn().Err(err).Msg(fmt.Sprintf("failed to forget a delivery intent (part %d)", in.Part))
+			t.log.Warn().Err(err).Int("part", in.Part).Msg("failed to forget a delivery intent")
 		}
 	}
 }

@@ -56,9 +56,12 @@ type turn struct {
 	earlier []tracking.Reply // parts 1, 2, … the last run posted (replays)
 	// runKey names this run of the turn in its edits' transaction keys.
 	runKey string
-	// unconfirmed: a send may have posted a message the turn does not
-	// know (see sweepIntents).
+	// pending are the last run's intents (replays); unconfirmed: a send
+	// of this run may have posted a message the turn does not know;
+	// unrecorded: a message could not be recorded (see sweepIntents).
+	pending     []tracking.Intent
 	unconfirmed bool
+	unrecorded  bool
 
 	typing *typingNotice // while the model works; nil before
 

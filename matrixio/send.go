@@ -164,8 +164,8 @@ func (a *Account) SendEvent(ctx context.Context, room id.RoomID, evtType event.T
 	var resp *mautrix.RespSendEvent
 	err := a.do(ctx, "send "+evtType.Type, retryTransient, func(ctx context.Context) (err error) {
 		if posErr == nil && mayHaveActed(lastErr) {
-			if evID, ferr := a.findSent(ctx, room, since, txnID); ferr == nil && evID != "" {
-				resp = &mautrix.RespSendEvent{EventID: evID}
+			if found, ferr := a.findSent(ctx, room, since, txnID); ferr == nil && len(found) > 0 {
+				resp = &mautrix.RespSendEvent{EventID: found[0]}
 				return nil
 			} else if ferr != nil {
 				zerolog.Ctx(ctx).Warn().Err(ferr).Stringer("room_id", room).Msg("Could not look for the first attempt of a send; sending again")

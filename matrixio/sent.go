@@ -35,28 +35,30 @@ func (a *Account) SyncPosition(ctx context.Context) (string, error) {
 // setPosition records the sync position just saved.
 func (a *Account) setPosition(since string) { a.position.Store(&since) }
 
-// FindSent looks for the message event this account sent into room with
+// FindSent looks for the message events this account sent into room with
 // the transaction key txnKey (SendOptions.TxnKey) after the sync position
-// since (SyncPosition taken before the send), and returns its event id, or
-// "" when there is none. Use it before sending again what a crashed or cut
-// off request may have posted already: a homeserver forgets a transaction
-// id after a while, and Dendrite does not remember one at all when the
-// client went away before the request completed.
+// since (SyncPosition taken before the send), and returns their event ids
+// in the room's order: none when nothing was posted, more than one when a
+// send was repeated and the homeserver did not recognise it. Use it before
+// sending again what a crashed or cut off request may have posted already:
+// a homeserver forgets a transaction id after a while, and Dendrite does
+// not remember one at all when the client went away before the request
+// completed.
 //
 // It asks a sync from since filtered to the room's message events sent by
 // the account, where the homeserver marks each of the device's own events
 // with its transaction id (unsigned.transaction_id; /messages does not on
 // Dendrite). It looks at the newest Config.BackfillLimit such events and
-// returns ErrSentUnknown when there were more. The sync neither waits nor
-// moves the account's saved position.
-func (a *Account) FindSent(ctx context.Context, room id.RoomID, since, txnKey string) (id.EventID, error) {
+// returns ErrSentUnknown (with what it found) when there were more. The
+// sync neither waits nor moves the account's saved position.
+func (a *Account) FindSent(ctx context.Context, room id.RoomID, since, txnKey string) ([]id.EventID, error) {
 	return a.findSent(ctx, room, since, wireTxnID(txnKey, room, event.EventMessage))
 }
 
-func (a *Account) findSent(ctx context.Context, room id.RoomID, since, txnID string) (id.EventID, error) {
+func (a *Account) findSent(ctx context.Context, room id.RoomID, since, txnID string) ([]id.EventID, error) {
 	filter, err := a.sentFilter(room)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var resp *mautrix.RespSync
 	err = a.do(ctx, "look for a sent message", retryTransient, func(ctx context.Context) (err error) {
@@ -64,7 +66,7 @@ func (a *Account) findSent(ctx context.Context, room id.RoomID, since, txnID str
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("failed to look for a message sent to %s: %w", room, err)
+		return nil, fmt.Errorf("failed to look for a message sent to %s: %w", room, err)
 	}
 	var timelines []mautrix.SyncTimeline
 	if r := resp.Rooms.Join[room]; r != nil {
@@ -73,19 +75,20 @@ func (a *Account) findSent(ctx context.Context, room id.RoomID, since, txnID str
 	if r := resp.Rooms.Leave[room]; r != nil {
 		timelines = append(timelines, r.Timeline)
 	}
+	var found []id.EventID
 	limited := false
 	for _, tl := range timelines {
 		for _, evt := range tl.Events {
 			if evt != nil && evt.Sender == a.userID && evt.Unsigned.TransactionID == txnID {
-				return evt.ID, nil
+				found = append(found, evt.ID)
 			}
 		}
 		limited = limited || tl.Limited
 	}
 	if limited {
-		return "", fmt.Errorf("failed to look for a message sent to %s: %w", room, ErrSentUnknown)
+		return found, fmt.Errorf("failed to look for a message sent to %s: %w", room, ErrSentUnknown)
 	}
-	return "", nil
+	return found, nil
 }
 
 // sentFilter is the inline filter of FindSent's sync: room's message
