@@ -24,7 +24,9 @@ import (
 //     was never recorded among the account's own events (FindSent) and
 //     adopts what it finds, so the answer edits it instead of posting again.
 //     Homeservers are not relied on to remember transaction ids: Dendrite
-//     forgets one whose request's client died before it completed.
+//     forgets one whose request's client died before it completed. When
+//     the turn ends, it looks once more and redacts copies it does not use
+//     (sweepIntents): a killed request may reach the homeserver late.
 //   - Edits carry a transaction key unique to the run (runKey), so a
 //     replayed turn's edits are never swallowed as repeats of the last
 //     run's, and the streaming edits end before the final edit is sent.
