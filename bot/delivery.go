@@ -58,7 +58,7 @@ func (t *turn) sendNew(ctx context.Context, part int, text string, opts matrixio
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to read the sync position; a replay will look for this message from the start")
 	}
-	in := tracking.Intent{Room: t.env.RoomID, Part: part, TxnKey: opts.TxnKey, Sender: t.acct.UserID(), Since: since}
+	in := tracking.Intent{Room: t.env.RoomID, Part: part, TxnKey: opts.TxnKey, Run: t.runKey, Sender: t.acct.UserID(), Since: since}
 	if err := t.b.track.IntendReply(context.WithoutCancel(ctx), t.ev.ID, in); err != nil {
 		t.log.Warn().Err(err).Msg("failed to record the intent to send; a crash during this send may leave it doubled")
 	}
@@ -69,7 +69,7 @@ func (t *turn) sendNew(ctx context.Context, part int, text string, opts matrixio
 		t.mu.Unlock()
 		return "", err
 	}
-	t.recordReply(ctx, tracking.Reply{Part: part, EventID: evID, Sender: t.acct.UserID(), TxnKey: opts.TxnKey})
+	t.recordReply(ctx, tracking.Reply{Part: part, EventID: evID, Sender: t.acct.UserID(), TxnKey: opts.TxnKey, Run: t.runKey})
 	return evID, nil
 }
 
@@ -85,25 +85,24 @@ func (t *turn) recordReply(ctx context.Context, r tracking.Reply) {
 }
 
 // recoverDelivery runs before a replayed turn sends anything. It looks for
-// each message the last run meant to post but never saw posted, adopts
-// those it finds, and then loads every message the last run posted: the
-// answer edits them rather than posting them again.
+// each message an earlier run meant to post but never saw posted, adopts
+// those it finds, and then loads every message the earlier runs posted:
+// the answer edits them rather than posting them again. The intents stay
+// until the turn is over (sweepIntents), so a run killed before that
+// leaves them to the next.
 func (t *turn) recoverDelivery(ctx context.Context) {
 	intents, err := t.b.track.Intents(ctx, t.ev.ID)
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to look up the messages an earlier run was sending")
 	}
-	for _, in := range intents {
+	t.mu.Lock()
+	t.pending = intents
+	t.mu.Unlock()
+	for _, in := range firstPerKey(intents) {
 		acct := t.b.accountOf(in.Sender)
 		if acct == nil {
 			continue
 		}
-		// Whatever is found or not, the end of the turn looks again: for a
-		// message that reaches the homeserver only later, and for a second
-		// copy of one (sweepIntents).
-		t.mu.Lock()
-		t.pending = append(t.pending, in)
-		t.mu.Unlock()
 		found, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -116,8 +115,10 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 			level.Err(err).Int("part", in.Part).Msg("cannot tell whether an earlier run posted a message; it may show twice")
 		}
 		if len(found) > 0 {
+			// The first copy, unless the part has a message already (one
+			// a later run posted under the same key, and recorded).
 			t.log.Info().Stringer("reply", found[0]).Int("part", in.Part).Msg("found a message an earlier run posted; editing it")
-			t.recordReply(ctx, tracking.Reply{Part: in.Part, EventID: found[0], Sender: in.Sender, TxnKey: in.TxnKey})
+			t.recordReply(ctx, tracking.Reply{Part: in.Part, EventID: found[0], Sender: in.Sender})
 		}
 	}
 	prev, err := t.b.track.Replies(ctx, t.ev.ID)
@@ -140,31 +141,40 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 	}
 }
 
+// firstPerKey returns the first (oldest) of the intents with each
+// transaction key: its sync position covers the later ones' sends too.
+func firstPerKey(intents []tracking.Intent) []tracking.Intent {
+	var out []tracking.Intent
+	for _, in := range intents {
+		if !slices.ContainsFunc(out, func(o tracking.Intent) bool {
+			return o.TxnKey == in.TxnKey && o.Room == in.Room && o.Sender == in.Sender
+		}) {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
 // sweepIntents runs when a turn is over whose delivery was uncertain: it
-// was replayed with messages of the last run unconfirmed, or one of its
-// own sends failed in a way that may have posted it. It looks once more
-// for each such message, and redacts every copy the turn's answer does
-// not use: a request of a killed run that reached the homeserver only
-// after the replay looked for it, a send repeated without the homeserver
-// recognising it. Then the intents are forgotten.
+// was replayed with intents of earlier runs left, or one of its own sends
+// failed in a way that may have posted it. It looks once more for each
+// such message, and redacts every copy the turn's answer does not use: a
+// request of a killed run that reached the homeserver only after the
+// replay looked for it, a send repeated without the homeserver
+// recognising it. Then it forgets the intents.
 func (t *turn) sweepIntents(ctx context.Context) {
 	t.mu.Lock()
-	intents := slices.Clone(t.pending)
-	unconfirmed, unrecorded := t.unconfirmed, t.unrecorded
+	pending, unconfirmed, unrecorded := len(t.pending) > 0, t.unconfirmed, t.unrecorded
 	t.mu.Unlock()
-	if len(intents) == 0 && !unconfirmed {
+	if !pending && !unconfirmed {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
-	left, err := t.b.track.Intents(ctx, t.ev.ID)
+	intents, err := t.b.track.Intents(ctx, t.ev.ID)
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to look up the messages the turn was sending")
-	}
-	for _, in := range left {
-		if !slices.ContainsFunc(intents, func(p tracking.Intent) bool { return p.TxnKey == in.TxnKey }) {
-			intents = append(intents, in)
-		}
+		return
 	}
 	replies, err := t.b.track.Replies(ctx, t.ev.ID)
 	if err != nil {
@@ -178,7 +188,7 @@ func (t *turn) sweepIntents(ctx context.Context) {
 	t.mu.Lock()
 	used[t.reply] = true
 	t.mu.Unlock()
-	for _, in := range intents {
+	for _, in := range firstPerKey(intents) {
 		acct := t.b.accountOf(in.Sender)
 		if acct == nil {
 			continue
@@ -197,7 +207,10 @@ func (t *turn) sweepIntents(ctx context.Context) {
 				t.log.Warn().Stringer("reply", evID).Int("part", in.Part).Msg("removed a message that was posted late, after the answer")
 			}
 		}
-		if err := t.b.track.ForgetIntent(ctx, t.ev.ID, in.TxnKey); err != nil {
+	}
+	// The turn is over: nothing looks for these messages again.
+	for _, in := range intents {
+		if err := t.b.track.ForgetIntent(ctx, t.ev.ID, in); err != nil {
 			t.log.Warn().Err(err).Int("part", in.Part).Msg("failed to forget a delivery intent")
 		}
 	}

@@ -18,10 +18,10 @@ type Reply struct {
 	// Sender is the account that posted it ("" when not known: recorded
 	// before hookroom kept it).
 	Sender id.UserID
-	// TxnKey is the transaction key the message was sent with. When set,
-	// RecordReply deletes the intent recorded under it (IntendReply) in
-	// the same transaction.
-	TxnKey string
+	// TxnKey and Run name the intent (IntendReply) the message confirms:
+	// when TxnKey is set, RecordReply deletes that intent in the same
+	// transaction.
+	TxnKey, Run string
 }
 
 // RecordDelivery remembers that reply is the first message answering
@@ -47,7 +47,7 @@ func (s *Store) RecordReply(ctx context.Context, room id.RoomID, source id.Event
 			if _, err := s.db.Exec(ctx, insert, source, r.Part, room, r.Sender, r.EventID, now); err != nil {
 				return err
 			}
-			_, err := s.db.Exec(ctx, `DELETE FROM tracking_delivery_intent WHERE source_event_id = $1 AND txn_key = $2`, source, r.TxnKey)
+			_, err := s.db.Exec(ctx, `DELETE FROM tracking_delivery_intent WHERE source_event_id = $1 AND txn_key = $2 AND run_key = $3`, source, r.TxnKey, r.Run)
 			return err
 		})
 	}
@@ -95,13 +95,16 @@ func (s *Store) Replies(ctx context.Context, source id.EventID) ([]Reply, error)
 
 // Intent is a message about to be posted in answer to a source event,
 // recorded before the send (IntendReply) and deleted when its event id is
-// recorded (RecordReply with the same TxnKey) or ForgetIntent.
+// recorded (RecordReply with the same TxnKey and Run) or ForgetIntent.
 type Intent struct {
 	Room id.RoomID
 	// Part is the part of the answer it will be (as Reply.Part).
 	Part int
 	// TxnKey is the transaction key it is sent with.
 	TxnKey string
+	// Run names the run of the turn that sends it: several runs may send
+	// with one transaction key.
+	Run string
 	// Sender is the account that sends it.
 	Sender id.UserID
 	// Since is the sender's sync position before the send: the message,
@@ -110,26 +113,26 @@ type Intent struct {
 }
 
 // IntendReply records that in is about to be sent in answer to source. An
-// intent already recorded under the same key stays as it was (its older
-// sync position covers the new send too).
+// intent already recorded for the same key and run stays as it was (its
+// older sync position covers the new send too).
 func (s *Store) IntendReply(ctx context.Context, source id.EventID, in Intent) error {
 	_, err := s.db.Exec(ctx, `
-		INSERT INTO tracking_delivery_intent (source_event_id, txn_key, part, room_id, sender, since, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (source_event_id, txn_key) DO NOTHING`,
-		source, in.TxnKey, in.Part, in.Room, in.Sender, in.Since, s.now().UnixMilli())
+		INSERT INTO tracking_delivery_intent (source_event_id, txn_key, run_key, part, room_id, sender, since, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (source_event_id, txn_key, run_key) DO NOTHING`,
+		source, in.TxnKey, in.Run, in.Part, in.Room, in.Sender, in.Since, s.now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("failed to record the intent to answer %s: %w", source, err)
 	}
 	return nil
 }
 
-// Intents returns the intents recorded for source whose event ids were
-// never recorded, oldest first.
+// Intents returns the intents recorded for source (by every run) that were
+// neither confirmed nor forgotten, oldest first.
 func (s *Store) Intents(ctx context.Context, source id.EventID) ([]Intent, error) {
 	rows, err := s.db.Query(ctx, `
-		SELECT room_id, part, txn_key, sender, since FROM tracking_delivery_intent
-		WHERE source_event_id = $1 ORDER BY created_at, part, txn_key`, source)
+		SELECT room_id, part, txn_key, run_key, sender, since FROM tracking_delivery_intent
+		WHERE source_event_id = $1 ORDER BY created_at, part, txn_key, run_key`, source)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read the intents to answer %s: %w", source, err)
 	}
@@ -137,7 +140,7 @@ func (s *Store) Intents(ctx context.Context, source id.EventID) ([]Intent, error
 	var out []Intent
 	for rows.Next() {
 		var in Intent
-		if err := rows.Scan(&in.Room, &in.Part, &in.TxnKey, &in.Sender, &in.Since); err != nil {
+		if err := rows.Scan(&in.Room, &in.Part, &in.TxnKey, &in.Run, &in.Sender, &in.Since); err != nil {
 			return nil, fmt.Errorf("failed to read the intents to answer %s: %w", source, err)
 		}
 		out = append(out, in)
@@ -148,10 +151,10 @@ func (s *Store) Intents(ctx context.Context, source id.EventID) ([]Intent, error
 	return out, nil
 }
 
-// ForgetIntent deletes the intent recorded for source under txnKey (the
-// message was found not to have been posted, or is no longer wanted).
-func (s *Store) ForgetIntent(ctx context.Context, source id.EventID, txnKey string) error {
-	_, err := s.db.Exec(ctx, `DELETE FROM tracking_delivery_intent WHERE source_event_id = $1 AND txn_key = $2`, source, txnKey)
+// ForgetIntent deletes the intent in recorded for source (its message was
+// settled otherwise).
+func (s *Store) ForgetIntent(ctx context.Context, source id.EventID, in Intent) error {
+	_, err := s.db.Exec(ctx, `DELETE FROM tracking_delivery_intent WHERE source_event_id = $1 AND txn_key = $2 AND run_key = $3`, source, in.TxnKey, in.Run)
 	if err != nil {
 		return fmt.Errorf("failed to forget the intent to answer %s: %w", source, err)
 	}
