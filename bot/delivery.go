@@ -95,13 +95,18 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to look up the messages an earlier run was sending")
 	}
+	prev, err := t.b.track.Replies(ctx, t.ev.ID)
+	if err != nil {
+		t.log.Warn().Err(err).Msg("failed to look up an earlier reply")
+		return
+	}
 	t.mu.Lock()
 	t.pending = intents
 	t.mu.Unlock()
 	for _, in := range firstPerKey(intents) {
 		acct := t.b.accountOf(in.Sender)
-		if acct == nil {
-			continue
+		if acct == nil || slices.ContainsFunc(prev, func(r tracking.Reply) bool { return r.Part == in.Part }) {
+			continue // the part has its message; copies go in sweepIntents
 		}
 		found, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
 		if err != nil {
@@ -115,16 +120,11 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 			level.Err(err).Int("part", in.Part).Msg("cannot tell whether an earlier run posted a message; it may show twice")
 		}
 		if len(found) > 0 {
-			// The first copy, unless the part has a message already (one
-			// a later run posted under the same key, and recorded).
 			t.log.Info().Stringer("reply", found[0]).Int("part", in.Part).Msg("found a message an earlier run posted; editing it")
-			t.recordReply(ctx, tracking.Reply{Part: in.Part, EventID: found[0], Sender: in.Sender})
+			r := tracking.Reply{Part: in.Part, EventID: found[0], Sender: in.Sender}
+			t.recordReply(ctx, r)
+			prev = append(prev, r)
 		}
-	}
-	prev, err := t.b.track.Replies(ctx, t.ev.ID)
-	if err != nil {
-		t.log.Warn().Err(err).Msg("failed to look up an earlier reply")
-		return
 	}
 	t.mu.Lock()
 	for _, r := range prev {
