@@ -31,6 +31,11 @@ import (
 //     replayed turn's edits are never swallowed as repeats of the last
 //     run's, and the streaming edits end before the final edit is sent.
 
+// recheckDelay is how long a replayed turn waits before it looks a second
+// time for the messages of the killed run that it did not find, before it
+// posts them anew.
+const recheckDelay = 2 * time.Second
+
 // sendTimeout bounds a send that is not cancelled with the turn: a send
 // cancelled in flight may still land, after what the turn sends next.
 const sendTimeout = time.Minute
@@ -103,28 +108,18 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 	t.mu.Lock()
 	t.pending = intents
 	t.mu.Unlock()
-	for _, in := range firstPerKey(intents) {
-		acct := t.b.accountOf(in.Sender)
-		if acct == nil || slices.ContainsFunc(prev, func(r tracking.Reply) bool { return r.Part == in.Part }) {
-			continue // the part has its message; copies go in sweepIntents
-		}
-		found, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
-		if err != nil {
-			if ctx.Err() != nil {
+	look := firstPerKey(intents)
+	for attempt := 0; len(look) > 0 && attempt < 2; attempt++ {
+		if attempt > 0 {
+			// A killed request may still be on its way through the
+			// homeserver: give it a moment before posting anew.
+			select {
+			case <-ctx.Done():
 				return
+			case <-time.After(recheckDelay):
 			}
-			level := t.log.Warn()
-			if errors.Is(err, matrixio.ErrSentUnknown) {
-				level = t.log.Error()
-			}
-			level.Err(err).Int("part", in.Part).Msg("cannot tell whether an earlier run posted a message; it may show twice")
 		}
-		if len(found) > 0 {
-			t.log.Info().Stringer("reply", found[0]).Int("part", in.Part).Msg("found a message an earlier run posted; editing it")
-			r := tracking.Reply{Part: in.Part, EventID: found[0], Sender: in.Sender}
-			t.recordReply(ctx, r)
-			prev = append(prev, r)
-		}
+		look = t.adopt(ctx, look, &prev)
 	}
 	t.mu.Lock()
 	for _, r := range prev {
@@ -139,6 +134,35 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 	if reply != "" {
 		t.b.turnsByEvent.alias(reply, t.ev.ID)
 	}
+}
+
+// adopt looks for the messages of intents whose parts have no message in
+// prev yet, and records (and adds to prev) those it finds. It returns the
+// intents it found nothing for.
+func (t *turn) adopt(ctx context.Context, intents []tracking.Intent, prev *[]tracking.Reply) (missing []tracking.Intent) {
+	for _, in := range intents {
+		acct := t.b.accountOf(in.Sender)
+		if acct == nil || slices.ContainsFunc(*prev, func(r tracking.Reply) bool { return r.Part == in.Part }) {
+			continue // the part has its message; copies go in sweepIntents
+		}
+		found, err := acct.FindSent(ctx, in.Room, in.Since, in.TxnKey)
+		switch {
+		case len(found) > 0:
+			t.log.Info().Stringer("reply", found[0]).Int("part", in.Part).Msg("found a message an earlier run posted; editing it")
+			r := tracking.Reply{Part: in.Part, EventID: found[0], Sender: in.Sender}
+			t.recordReply(ctx, r)
+			*prev = append(*prev, r)
+		case err == nil:
+			missing = append(missing, in)
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, matrixio.ErrSentUnknown):
+			t.log.Error().Err(err).Int("part", in.Part).Msg("cannot tell whether an earlier run posted a message; it may show twice")
+		default:
+			t.log.Warn().Err(err).Int("part", in.Part).Msg("cannot tell whether an earlier run posted a message; it may show twice")
+		}
+	}
+	return missing
 }
 
 // firstPerKey returns the first (oldest) of the intents with each
