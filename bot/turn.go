@@ -55,6 +55,14 @@ type turn struct {
 	edits   int
 	parts   int              // parts of the answer delivered (post)
 	earlier []tracking.Reply // parts 1, 2, … the last run posted (replays)
+	// runKey names this run of the turn in its edits' transaction keys.
+	runKey string
+	// pending are the last run's intents (replays); unconfirmed: a send
+	// of this run may have posted a message the turn does not know;
+	// unrecorded: a message could not be recorded (see sweepIntents).
+	pending     []tracking.Intent
+	unconfirmed bool
+	unrecorded  bool
 
 	typing *typingNotice // while the model works; nil before
 
@@ -78,7 +86,7 @@ func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope
 	env.AgentName = agent
 	t := &turn{
 		b: b, ev: ev, env: env, agent: agent, acct: b.w().agents[agent], reg: reg,
-		scope: b.scopeKey(env), replayed: replayed,
+		scope: b.scopeKey(env), replayed: replayed, runKey: newRunKey(),
 		log:    zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
 		stages: newTurnStages(ctx, b.ops.metrics),
 	}
@@ -111,6 +119,11 @@ func (t *turn) run(parent context.Context) {
 		return
 	}
 
+	defer func() {
+		if parent.Err() == nil { // not left unhandled for the restart
+			t.sweepIntents(ctx)
+		}
+	}()
 	if t.replayed {
 		// Approvals an earlier run stored for calls this run no longer
 		// makes are cancelled, visibly, when it ends (not at a shutdown:
@@ -120,6 +133,10 @@ func (t *turn) run(parent context.Context) {
 				t.cancelLeftoverApprovals(ctx)
 			}
 		}()
+		// The last run may have posted the reply (or its placeholder, or
+		// some parts of a long reply) already: the answer then edits them
+		// instead of posting them a second time.
+		t.recoverDelivery(ctx)
 	}
 	if done := t.claim(ctx); done {
 		return
@@ -140,28 +157,6 @@ func (t *turn) run(parent context.Context) {
 	}
 	t.tellAttachments(ctx, att.notices)
 
-	if t.replayed {
-		// The last run may have posted the reply (or its placeholder, or
-		// some parts of a long reply) already: the answer then edits them
-		// instead of posting them a second time.
-		if prev, err := t.b.track.Replies(ctx, t.ev.ID); err != nil {
-			t.log.Warn().Err(err).Msg("failed to look up an earlier reply")
-		} else {
-			t.mu.Lock()
-			for _, r := range prev {
-				if r.Part == 0 {
-					t.reply, t.visible = r.EventID, true
-				} else {
-					t.earlier = append(t.earlier, r)
-				}
-			}
-			reply := t.reply
-			t.mu.Unlock()
-			if reply != "" {
-				t.b.turnsByEvent.alias(reply, t.ev.ID)
-			}
-		}
-	}
 	t.typing = t.startTyping(ctx)
 	defer t.endTyping()
 	deliverCtx, stopDelivery := context.WithCancel(ctx)
@@ -233,7 +228,10 @@ func (t *turn) claim(ctx context.Context) bool {
 		t.markHandled(ctx)
 		return true
 	}
-	evID, err := t.post(ctx, c.Claimed.Text, "", "claim", c.Claimed.Extra)
+	t.mu.Lock()
+	reply := t.reply // what the last run posted (replays)
+	t.mu.Unlock()
+	evID, err := t.post(ctx, c.Claimed.Text, reply, "claim", c.Claimed.Extra)
 	if err != nil {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return true
@@ -317,12 +315,12 @@ func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachme
 // tellAttachments tells the person, in one notice before the answer, what
 // of their attachments the model does not get and why.
 func (t *turn) tellAttachments(ctx context.Context, notices []string) {
-	if len(notices) == 0 {
+	if len(notices) == 0 || t.earlierPart(-1) != "" { // told by the last run
 		return
 	}
 	opts := t.sendOptions("attachments")
 	opts.Notice = true
-	if _, err := t.acct.SendText(ctx, t.env.RoomID, "⚠️ "+strings.Join(notices, "\n\n⚠️ "), opts); err != nil {
+	if _, err := t.sendNew(ctx, -1, "⚠️ "+strings.Join(notices, "\n\n⚠️ "), opts); err != nil {
 		t.log.Warn().Err(err).Msg("failed to tell the person about their attachments")
 	}
 }
@@ -371,7 +369,7 @@ func (t *turn) stream(ctx context.Context) {
 	// Once started, the placeholder send is not cut short when the reply
 	// completes meanwhile: a send cancelled in flight may still have landed,
 	// and the reply must then edit it rather than post a second message.
-	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	err := t.ensurePlaceholder(sendCtx)
 	cancel()
 	if err != nil {
@@ -402,8 +400,14 @@ func (t *turn) stream(ctx context.Context) {
 		t.edits++
 		n := t.edits
 		t.mu.Unlock()
-		opts := t.sendOptions(fmt.Sprintf("edit-%d", n))
-		if _, err := t.acct.Edit(ctx, t.env.RoomID, t.reply, text+" "+placeholderText, opts); err != nil {
+		// Like the placeholder, an edit is not cut short when the reply
+		// completes: cancelled in flight, it could land after the final
+		// edit and leave a partial text showing. The turn waits for it.
+		opts := t.editOptions(fmt.Sprintf("edit-%d", n))
+		editCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		_, err := t.acct.Edit(editCtx, t.env.RoomID, t.reply, text+" "+placeholderText, opts)
+		cancel()
+		if err != nil {
 			if ctx.Err() == nil {
 				t.log.Warn().Err(err).Msg("failed to edit the streaming reply")
 			}
@@ -427,7 +431,7 @@ func (t *turn) ensurePlaceholder(ctx context.Context) error {
 	}
 	opts := t.sendOptions("placeholder")
 	opts.Notice = true
-	evID, err := t.acct.SendText(ctx, t.env.RoomID, placeholderText, opts)
+	evID, err := t.sendNew(ctx, 0, placeholderText, opts)
 	if err != nil {
 		if ctx.Err() == nil {
 			t.log.Warn().Err(err).Msg("failed to send the placeholder")
@@ -438,17 +442,7 @@ func (t *turn) ensurePlaceholder(ctx context.Context) error {
 	t.reply = evID
 	t.mu.Unlock()
 	t.b.turnsByEvent.alias(evID, t.ev.ID)
-	t.recordDelivery(ctx, 0, evID)
 	return nil
-}
-
-// recordDelivery remembers part of the turn's reply, so a replay edits it
-// and a redaction of the message removes it.
-func (t *turn) recordDelivery(ctx context.Context, part int, reply id.EventID) {
-	r := tracking.Reply{Part: part, EventID: reply, Sender: t.acct.UserID()}
-	if err := t.b.track.RecordReply(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, r); err != nil {
-		t.log.Warn().Err(err).Msg("failed to record the reply")
-	}
 }
 
 // post delivers text as the turn's answer, with extra content fields on
@@ -471,10 +465,10 @@ func (t *turn) post(ctx context.Context, text string, reply id.EventID, stage st
 		var err error
 		switch {
 		case i == 0 && reply != "":
-			opts.TxnKey = matrixio.TxnKey(t.ev.ID, "final")
+			opts.TxnKey = t.editOptions("final").TxnKey
 			_, err = t.acct.Edit(ctx, t.env.RoomID, reply, part, opts)
-		case t.earlierPart(i) != "":
-			opts.TxnKey = matrixio.TxnKey(t.ev.ID, fmt.Sprintf("final-%d", i))
+		case i > 0 && t.earlierPart(i) != "":
+			opts.TxnKey = t.editOptions(fmt.Sprintf("final-%d", i)).TxnKey
 			_, err = t.acct.Edit(ctx, t.env.RoomID, t.earlierPart(i), part, opts)
 		default:
 			key := stage
@@ -483,11 +477,8 @@ func (t *turn) post(ctx context.Context, text string, reply id.EventID, stage st
 			}
 			opts.TxnKey = matrixio.TxnKey(t.ev.ID, key)
 			var evID id.EventID
-			if evID, err = t.acct.SendText(ctx, t.env.RoomID, part, opts); err == nil {
-				t.recordDelivery(ctx, i, evID)
-				if i == 0 {
-					first = evID
-				}
+			if evID, err = t.sendNew(ctx, i, part, opts); err == nil && i == 0 {
+				first = evID
 			}
 		}
 		if err != nil {
@@ -708,7 +699,7 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 	delivered := t.parts
 	t.mu.Unlock()
 	if notice != "" {
-		opts := t.sendOptions("failed")
+		opts := t.editOptions("failed")
 		// Parts of the answer already delivered stay; the notice follows
 		// them. Otherwise it replaces the placeholder, if there is one.
 		edit := reply != "" && delivered == 0
@@ -721,7 +712,8 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 			_, sendErr = t.acct.Edit(ctx, t.env.RoomID, reply, notice, opts)
 		} else {
 			var evID id.EventID
-			if evID, sendErr = t.acct.SendText(ctx, t.env.RoomID, notice, opts); reply == "" {
+			opts.TxnKey = t.sendOptions("failed").TxnKey
+			if evID, sendErr = t.sendNew(ctx, delivered, notice, opts); reply == "" {
 				reply = evID
 			}
 		}

@@ -635,8 +635,9 @@ type Account struct {
 	client *mautrix.Client            // replaced as a whole when EnsureAccount logs in again
 	helper *cryptohelper.CryptoHelper // the device's encryption, bound to client
 
-	running atomic.Bool // Run is active
-	seen    *recentSet  // event ids recently handed to the sink, to stop backfill
+	running  atomic.Bool            // Run is active
+	position atomic.Pointer[string] // the sync position last saved (SyncPosition)
+	seen     *recentSet             // event ids recently handed to the sink, to stop backfill
 }
 
 // UserID returns the account's user id.

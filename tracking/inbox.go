@@ -336,5 +336,8 @@ func (s *Store) Prune(ctx context.Context, olderThan time.Duration) (int64, erro
 	if _, err := s.db.Exec(ctx, `DELETE FROM tracking_delivery WHERE created_at < $1`, cutoff); err != nil {
 		return n, fmt.Errorf("failed to prune delivery records: %w", err)
 	}
+	if _, err := s.db.Exec(ctx, `DELETE FROM tracking_delivery_intent WHERE created_at < $1`, cutoff); err != nil {
+		return n, fmt.Errorf("failed to prune delivery intents: %w", err)
+	}
 	return n, nil
 }

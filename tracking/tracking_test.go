@@ -535,10 +535,10 @@ func TestUpgradeUsesItsOwnVersionTable(t *testing.T) {
 			t.Fatalf("second Upgrade: %v", err)
 		}
 		var version int
-		if err := db.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 5 {
-			t.Fatalf("tracking_version = %d, %v; want 5", version, err)
+		if err := db.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 6 {
+			t.Fatalf("tracking_version = %d, %v; want 6", version, err)
 		}
-		for _, table := range []string{"tracking_inbox", "tracking_room", "tracking_member", "tracking_delivery", "tracking_invited_room", "tracking_provisioned_room"} {
+		for _, table := range []string{"tracking_inbox", "tracking_room", "tracking_member", "tracking_delivery", "tracking_invited_room", "tracking_provisioned_room", "tracking_delivery_intent"} {
 			if ok, err := db.TableExists(ctx, table); err != nil || !ok {
 				t.Errorf("table %s exists = %v, %v", table, ok, err)
 			}
