@@ -21,6 +21,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/hookroom/hookroom/internal/procgroup"
 	"github.com/hookroom/hookroom/internal/restart"
 	"github.com/hookroom/hookroom/sandbox"
 )
@@ -604,13 +605,13 @@ func (s *Server) stop(c *conn) {
 		}
 		return
 	}
-	for _, sig := range []os.Signal{nil, sigTerm, sigKill} {
-		if sig != nil && signalGroup(c.pid, sig) != nil {
+	for _, sig := range []os.Signal{nil, procgroup.Term, procgroup.Kill} {
+		if sig != nil && procgroup.Signal(c.pid, sig) != nil {
 			_ = c.cmd.Process.Signal(sig) // no process groups here
 		}
 		select {
 		case <-c.exited:
-			_ = signalGroup(c.pid, sigKill) // what it started
+			_ = procgroup.Signal(c.pid, procgroup.Kill) // what it started
 			return
 		case <-time.After(s.spec.StopTimeout):
 		}
@@ -626,7 +627,7 @@ func (s *Server) onExit(c *conn) {
 		return
 	}
 	s.conn = nil
-	_ = signalGroup(c.pid, sigKill) // what it started (npx's node) goes with it
+	_ = procgroup.Signal(c.pid, procgroup.Kill) // what it started (npx's node) goes with it
 	go func() { _ = c.sess.Close() }()
 	s.crashedLocked(c.exitDescription())
 }
@@ -707,7 +708,7 @@ func (s *Server) spawn(ctx context.Context) (*conn, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.spec.Dir
 	cmd.Env = append([]string{}, s.spec.Env...) // never nil: nothing is inherited
-	setProcessGroup(cmd)
+	procgroup.Set(cmd)
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return fail("failed to create pipes: %v", err)
@@ -760,7 +761,7 @@ func (s *Server) spawn(ctx context.Context) (*conn, error) {
 	abort := func(format string, args ...any) (*conn, error) {
 		_ = inW.Close()
 		_ = outR.Close()
-		if signalGroup(c.pid, sigKill) != nil {
+		if procgroup.Signal(c.pid, procgroup.Kill) != nil {
 			_ = cmd.Process.Kill()
 		}
 		<-c.exited

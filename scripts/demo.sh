@@ -56,7 +56,11 @@ fi
 . "$HS/env"   # URL, SECRET, SERVER_NAME, PID
 HS_PID="$PID"
 stop_all() {
-  [[ -n "${HOOKROOM_PID:-}" ]] && kill "$HOOKROOM_PID" 2>/dev/null && wait "$HOOKROOM_PID" 2>/dev/null
+  # hookroom's own exit status does not matter here (and must not trip set -e in this trap:
+  # a hookroom stopped before it handles SIGTERM exits with 143).
+  if [[ -n "${HOOKROOM_PID:-}" ]] && kill "$HOOKROOM_PID" 2>/dev/null; then
+    wait "$HOOKROOM_PID" 2>/dev/null || true
+  fi
   "$ROOT/scripts/dendrite.sh" stop "$HS" >/dev/null 2>&1 || true
 }
 trap stop_all EXIT
