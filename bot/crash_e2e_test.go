@@ -25,6 +25,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/internal/pgtest"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
@@ -223,7 +224,9 @@ type crashEnv struct {
 	log            string // the children's log file
 }
 
-func newCrashEnv(t *testing.T, nRooms int) *crashEnv {
+// newCrashEnv sets up nRooms rooms with the helper agent; databaseYAML is a
+// database section for config.yaml ("" for SQLite in data_dir).
+func newCrashEnv(t *testing.T, nRooms int, databaseYAML string) *crashEnv {
 	e := newEnv(t)
 	c := &crashEnv{env: e, llm: llmtest.NewServer(t), person: e.hs.RegisterUser(t, "alice"),
 		helper: e.userID("helper"), router: e.userID("router"), log: filepath.Join(e.dir, "hookroom.log")}
@@ -250,7 +253,7 @@ agents:
     rooms: [%s]
 authorization:
   global_users: ["%s"]
-`, c.llm.URL, e.localpart("helper"), strings.Join(names, ", "), c.person.UserID)
+%s`, c.llm.URL, e.localpart("helper"), strings.Join(names, ", "), c.person.UserID, databaseYAML)
 	cfg := e.config(body.String())
 	// Set up accounts and rooms once, directly on the homeserver.
 	e.start(cfg, &events{}, Options{}).stop(t)
@@ -317,8 +320,15 @@ func (c *crashEnv) logLines(t *testing.T, s string) []string {
 // kill, which then does not remember its transaction id), while a
 // streaming edit is, and at random moments. In the end every message has
 // exactly one agent message, showing its final answer: none lost, none
-// doubled, no stray placeholder.
+// doubled, no stray placeholder. On SQLite and on PostgreSQL.
 func TestCrashAnswersEveryMessageOnce(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { crashAnswersEveryMessageOnce(t, "") })
+	t.Run("postgres", func(t *testing.T) {
+		crashAnswersEveryMessageOnce(t, fmt.Sprintf("database:\n  type: postgres\n  uri: %q\n", pgtest.URL(t)))
+	})
+}
+
+func crashAnswersEveryMessageOnce(t *testing.T, databaseYAML string) {
 	nMessages := 48
 	if v := os.Getenv(crashSizeEnv); v != "" {
 		n, err := strconv.Atoi(v)
@@ -333,7 +343,7 @@ func TestCrashAnswersEveryMessageOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed>>7))
 	t.Logf("%d messages in %d rooms, %d kills (seed %d)", nMessages, nRooms, kills, seed)
 
-	c := newCrashEnv(t, nRooms)
+	c := newCrashEnv(t, nRooms, databaseYAML)
 	llm, person, rooms, since, freezer := c.llm, c.person, c.rooms, c.since, c.freezer
 	helper, router := c.helper, c.router
 
@@ -551,7 +561,7 @@ func crashCheck(t *testing.T, person *hstest.User, rooms []id.RoomID, since []st
 // when the replayed turn ends: one agent message remains, showing the
 // final answer.
 func TestLateSendOfKilledRunIsRemoved(t *testing.T) {
-	c := newCrashEnv(t, 1)
+	c := newCrashEnv(t, 1, "")
 	const tag = "[q0]"
 	answer := "Answer to " + tag + ": late but once"
 	hold := make(chan struct{})
