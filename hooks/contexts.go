@@ -97,7 +97,7 @@ func (c *MessageReceivedContext) isolate() {
 	c.Envelope.clone()
 	c.SkipPlugins = cloneNonEmpty(c.SkipPlugins)
 }
-func (c *MessageReceivedContext) merge(from *MessageReceivedContext) { c.Suppress = from.Suppress }
+func (c *MessageReceivedContext) merge(from *MessageReceivedContext) { mergeFields(c, from) }
 
 // ClaimResponse is what a claiming hook answers with.
 type ClaimResponse struct {
@@ -124,7 +124,7 @@ func (c *MessageClaimContext) Claim(text string) { c.Claimed = &ClaimResponse{Te
 
 func (c *MessageClaimContext) route() route                    { return c.Envelope.route() }
 func (c *MessageClaimContext) isolate()                        { c.Envelope.clone() }
-func (c *MessageClaimContext) merge(from *MessageClaimContext) { c.Claimed = from.Claimed }
+func (c *MessageClaimContext) merge(from *MessageClaimContext) { mergeFields(c, from) }
 func (c *MessageClaimContext) stopped() bool                   { return c.Claimed != nil }
 
 // MessageEnrichContext is passed to message:enrich hooks (collector, 2 s).
@@ -147,11 +147,9 @@ func (c *MessageEnrichContext) AddMetadata(key, text string, flags ...ItemFlag) 
 	c.Items = append(c.Items, newItem(key, text, flags))
 }
 
-func (c *MessageEnrichContext) route() route { return c.Envelope.route() }
-func (c *MessageEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
-func (c *MessageEnrichContext) merge(from *MessageEnrichContext) {
-	c.Items = append(c.Items, from.Items...)
-}
+func (c *MessageEnrichContext) route() route                     { return c.Envelope.route() }
+func (c *MessageEnrichContext) isolate()                         { c.Envelope.clone(); c.Items = nil }
+func (c *MessageEnrichContext) merge(from *MessageEnrichContext) { mergeFields(c, from) }
 
 // SystemEnrichContext is passed to system:enrich hooks (collector, 2 s). It
 // fires right after message:enrich. Items added with AddInstruction are
@@ -168,11 +166,9 @@ func (c *SystemEnrichContext) AddInstruction(key, text string, flags ...ItemFlag
 	c.Items = append(c.Items, newItem(key, text, flags))
 }
 
-func (c *SystemEnrichContext) route() route { return c.Envelope.route() }
-func (c *SystemEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
-func (c *SystemEnrichContext) merge(from *SystemEnrichContext) {
-	c.Items = append(c.Items, from.Items...)
-}
+func (c *SystemEnrichContext) route() route                    { return c.Envelope.route() }
+func (c *SystemEnrichContext) isolate()                        { c.Envelope.clone(); c.Items = nil }
+func (c *SystemEnrichContext) merge(from *SystemEnrichContext) { mergeFields(c, from) }
 
 // ResponseKind says who produced a reply.
 type ResponseKind string
@@ -231,12 +227,7 @@ func (c *BeforeResponseContext) isolate() {
 }
 
 // merge takes the fields a before_response hook may change.
-func (c *BeforeResponseContext) merge(from *BeforeResponseContext) {
-	c.Draft.Text = from.Draft.Text
-	c.Draft.ToolTrace = from.Draft.ToolTrace
-	c.Draft.Extra = from.Draft.Extra
-	c.Draft.Suppress = from.Draft.Suppress
-}
+func (c *BeforeResponseContext) merge(from *BeforeResponseContext) { mergeFields(c, from) }
 
 // FinalDraft is the final text of a streamed reply before its last edit.
 type FinalDraft struct {
@@ -254,11 +245,9 @@ type FinalResponseContext struct {
 	Draft FinalDraft `json:"draft"`
 }
 
-func (c *FinalResponseContext) route() route { return c.Draft.Envelope.route() }
-func (c *FinalResponseContext) isolate()     { c.Draft.Envelope.clone() }
-func (c *FinalResponseContext) merge(from *FinalResponseContext) {
-	c.Draft.Text = from.Draft.Text
-}
+func (c *FinalResponseContext) route() route                     { return c.Draft.Envelope.route() }
+func (c *FinalResponseContext) isolate()                         { c.Draft.Envelope.clone() }
+func (c *FinalResponseContext) merge(from *FinalResponseContext) { mergeFields(c, from) }
 
 // DeliveryKind says how the final reply reached the room.
 type DeliveryKind string
@@ -475,11 +464,8 @@ type ScheduleFiredContext struct {
 func (c *ScheduleFiredContext) route() route {
 	return route{room: c.RoomID, thread: c.ThreadID, requester: c.CreatedBy, sendThread: c.ThreadID}
 }
-func (c *ScheduleFiredContext) isolate() {}
-func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) {
-	c.MessageText = from.MessageText
-	c.Suppress = from.Suppress
-}
+func (c *ScheduleFiredContext) isolate()                         {}
+func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) { mergeFields(c, from) }
 
 // ReactionReceivedContext is passed to reaction:received hooks (observer,
 // 500 ms). It fires for a reaction from an authorized person after the
@@ -606,15 +592,10 @@ func (c *ToolBeforeCallContext) RequireApproval(reason string) {
 	c.ApprovalRequired = true
 }
 
-func (c *ToolBeforeCallContext) route() route { return c.ToolCall.route() }
-func (c *ToolBeforeCallContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
-func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) {
-	c.Declined = from.Declined
-	c.DeclineReason = from.DeclineReason
-	c.ApprovalRequired = from.ApprovalRequired
-	c.ApprovalReason = from.ApprovalReason
-}
-func (c *ToolBeforeCallContext) stopped() bool { return c.Declined }
+func (c *ToolBeforeCallContext) route() route                      { return c.ToolCall.route() }
+func (c *ToolBeforeCallContext) isolate()                          { c.Arguments = cloneNonEmpty(c.Arguments) }
+func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) { mergeFields(c, from) }
+func (c *ToolBeforeCallContext) stopped() bool                     { return c.Declined }
 func (c *ToolBeforeCallContext) declineUnavailable(reason string) {
 	c.Declined = true
 	c.DeclineReason = reason
@@ -679,8 +660,7 @@ func (c *ToolApprovalRequestedContext) Deny(reason string) {
 func (c *ToolApprovalRequestedContext) route() route { return c.ToolCall.route() }
 func (c *ToolApprovalRequestedContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolApprovalRequestedContext) merge(from *ToolApprovalRequestedContext) {
-	c.Decision = from.Decision
-	c.DecisionReason = from.DecisionReason
+	mergeFields(c, from)
 }
 func (c *ToolApprovalRequestedContext) stopped() bool { return c.Decision != "" }
 func (c *ToolApprovalRequestedContext) declineUnavailable(reason string) {
