@@ -341,6 +341,12 @@ func crashAnswersEveryMessageOnce(t *testing.T, databaseYAML string) {
 	const nRooms = 3
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>7))
+	var rngMu sync.Mutex // the sender goroutine and the killer both draw
+	intN := func(n int) int {
+		rngMu.Lock()
+		defer rngMu.Unlock()
+		return rng.IntN(n)
+	}
 	t.Logf("%d messages in %d rooms, %d kills (seed %d)", nMessages, nRooms, kills, seed)
 
 	c := newCrashEnv(t, nRooms, databaseYAML)
@@ -359,7 +365,7 @@ func crashAnswersEveryMessageOnce(t *testing.T, databaseYAML string) {
 		answer := fmt.Sprintf("Answer to %s: %s", tag, strings.Repeat(fmt.Sprintf("word%d ", i), 12))
 		reply := llmtest.Reply{Text: llmtest.Split(answer, 8)}
 		if i%3 != 0 {
-			reply.ChunkDelay = time.Duration(20+rng.IntN(50)) * time.Millisecond
+			reply.ChunkDelay = time.Duration(20+intN(50)) * time.Millisecond
 		}
 		replies := make([]llmtest.Reply, kills+3)
 		for k := range replies {
@@ -369,8 +375,8 @@ func crashAnswersEveryMessageOnce(t *testing.T, databaseYAML string) {
 		r := i % nRooms
 		content := &event.MessageEventContent{MsgType: event.MsgText, Body: "question " + tag}
 		mu.Lock()
-		if len(roots[r]) > 0 && rng.IntN(3) == 0 { // in an earlier message's thread
-			root := roots[r][rng.IntN(len(roots[r]))]
+		if len(roots[r]) > 0 && intN(3) == 0 { // in an earlier message's thread
+			root := roots[r][intN(len(roots[r]))]
 			content.RelatesTo = (&event.RelatesTo{}).SetThread(root, root)
 		}
 		mu.Unlock()
@@ -397,7 +403,7 @@ func crashAnswersEveryMessageOnce(t *testing.T, databaseYAML string) {
 		wg.Go(func() {
 			for i := first; i < last; i++ {
 				send(i)
-				time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
+				time.Sleep(time.Duration(intN(60)) * time.Millisecond)
 			}
 		})
 		return &wg
@@ -414,12 +420,12 @@ func crashAnswersEveryMessageOnce(t *testing.T, databaseYAML string) {
 		sending := sendBatch(batch)
 		froze := false
 		if mode == "random" {
-			time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+			time.Sleep(time.Duration(300+intN(1500)) * time.Millisecond)
 		} else {
 			select {
 			case <-freezer.frozen:
 				froze = true
-				time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+				time.Sleep(time.Duration(intN(30)) * time.Millisecond)
 			case <-time.After(30 * time.Second):
 				t.Logf("kill %d: no %s send to freeze within 30s", k+1, mode)
 			}

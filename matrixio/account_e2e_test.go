@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix"
@@ -159,7 +160,14 @@ func TestPresence(t *testing.T) {
 	acct := ensure(t, newManager(t, testConfig(srv), reopenDB(t, openDB(t))), matrixio.AccountSpec{Localpart: unique(t, "present")})
 	for _, want := range []event.Presence{event.PresenceOnline, event.PresenceOffline} {
 		acct.SetPresence(ctx, want)
-		got, err := observer.Client.GetPresence(ctx, acct.UserID())
+		// Dendrite applies a presence update a moment after answering it.
+		var got *mautrix.RespPresence
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got, err = observer.Client.GetPresence(ctx, acct.UserID()); err == nil && got.Presence == want {
+				break
+			}
+		}
 		if err != nil || got.Presence != want {
 			t.Errorf("presence = %+v, %v; want %s", got, err, want)
 		}
