@@ -122,8 +122,9 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 		return false
 	}
 	env := b.envelope(ev, msg)
-	candidates := b.agentsIn(ev.RoomID)
-	env.MentionedAgents = b.mentioned(msg, candidates)
+	w := b.w() // this message's world: routing and its turn see the same agents
+	candidates := b.agentsOf(w, ev.RoomID)
+	env.MentionedAgents = w.mentioned(msg, candidates)
 	// The agent is known before message:received when the message names
 	// it (a mention, the thread's agent, the only agent in the room);
 	// otherwise the router decides after the hooks ran.
@@ -148,16 +149,16 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 		b.runCommand(ctx, ev, env, cmd)
 		return false
 	}
-	decision, ok := b.route(ctx, ev, msg, env)
+	decision, ok := b.route(ctx, w, ev, msg, env)
 	if !ok {
 		log.Debug().Msg("no agent in this room; not answering")
 		return false
 	}
 	log.Info().Str("agent", string(decision.agent)).Str("why", decision.reason).Msg("routed")
 	if decision.reason == "router" || decision.reason == "fallback" {
-		b.handoff(ctx, ev, env, decision.agent)
+		b.handoff(ctx, w, ev, env, decision.agent)
 	}
-	b.startTurn(ctx, ev, env, decision.agent, reg, replayed)
+	b.startTurn(ctx, w, ev, env, decision.agent, reg, replayed)
 	return true
 }
 
@@ -425,11 +426,12 @@ func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrig
 			return false
 		}
 	}
-	decision, ok := b.route(ctx, ev, msg, env)
+	w := b.w()
+	decision, ok := b.route(ctx, w, ev, msg, env)
 	if !ok {
 		return false
 	}
 	log.Info().Str("agent", string(decision.agent)).Str("why", decision.reason).Msg("dispatching a hook message")
-	b.startTurn(ctx, ev, env, decision.agent, reg, replayed)
+	b.startTurn(ctx, w, ev, env, decision.agent, reg, replayed)
 	return true
 }

@@ -43,6 +43,7 @@ type turn struct {
 	env      hooks.Envelope
 	agent    hooks.AgentName
 	acct     *matrixio.Account
+	w        *world // the world the message was routed in
 	reg      *hooks.Registry
 	scope    string
 	replayed bool
@@ -82,10 +83,18 @@ func (b *Bot) scopeKey(env hooks.Envelope) string {
 
 // startTurn answers a routed message in the background; the inbox entry is
 // marked handled when the turn ends (with its history, atomically).
-func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, reg *hooks.Registry, replayed bool) {
+//
+// w is the world the message was routed in; the turn keeps using it (its
+// agent's account, model and settings) even when a reload replaces it.
+func (b *Bot) startTurn(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, reg *hooks.Registry, replayed bool) {
 	env.AgentName = agent
+	acct := w.agents[agent]
+	if acct == nil { // routing only picks agents of w
+		zerolog.Ctx(ctx).Error().Str("agent", string(agent)).Msg("not answering: the routed agent has no account")
+		return
+	}
 	t := &turn{
-		b: b, ev: ev, env: env, agent: agent, acct: b.w().agents[agent], reg: reg,
+		b: b, w: w, ev: ev, env: env, agent: agent, acct: acct, reg: reg,
 		scope: b.scopeKey(env), replayed: replayed, runKey: newRunKey(),
 		log:    zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
 		stages: newTurnStages(ctx, b.ops.metrics),
@@ -164,7 +173,7 @@ func (t *turn) run(parent context.Context) {
 	go func() { defer close(deliveryDone); t.stream(deliverCtx) }()
 
 	res, runErr := agents.Run(ctx, agents.RunRequest{
-		Model: t.b.modelFor(t.agent), Messages: msgs, Tools: t.b.toolsFor(t.agent),
+		Model: t.model(), Messages: msgs, Tools: t.b.toolsFor(t.agent),
 		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
 		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
 		OnText: t.onText, NeedsApproval: t.needsApproval, Approve: t.approve,
@@ -270,11 +279,11 @@ func (t *turn) enrich(ctx context.Context, userText string) (enrich.Turn, error)
 // notice that the model cannot see images to att's notices when this is
 // the first such image of the thread.
 func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachments) ([]agents.Message, error) {
-	spec := t.b.w().specs[t.b.modelName(t.agent)]
+	spec := t.w.specs[t.w.cfg.Agents[string(t.agent)].Model]
 	budget := agents.HistoryBudget(spec.ContextWindow, 0)
 	var summarizer agents.Model
 	if spec.Provider != agents.ProviderEcho {
-		summarizer = t.b.modelFor(t.agent)
+		summarizer = t.model()
 	}
 	if _, err := t.b.history.Compact(ctx, agents.CompactRequest{
 		Scope: t.scope, Budget: budget, Summarizer: summarizer, Hooks: t.reg,
@@ -290,7 +299,7 @@ func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachme
 		return nil, fmt.Errorf("failed to load the history: %w", err)
 	}
 	msgs := make([]agents.Message, 0, len(history)+3)
-	system, stable := t.b.systemPrompt(t.agent, et)
+	system, stable := t.w.systemPrompt(t.agent, et)
 	msgs = append(msgs, agents.Message{Role: agents.RoleSystem, Content: system, StablePrefix: stable})
 	msgs = append(msgs, history...)
 	// The stored history is replayed byte-exact, so the conversation up to
@@ -329,9 +338,9 @@ func (t *turn) tellAttachments(ctx context.Context, notices []string) {
 // its leading bytes stay the same from turn to turn: the agent's own
 // prompt and the block's stable items (et.SystemStable). Providers with
 // prompt caching cache up to there.
-func (b *Bot) systemPrompt(agent hooks.AgentName, et enrich.Turn) (string, int) {
+func (w *world) systemPrompt(agent hooks.AgentName, et enrich.Turn) (string, int) {
 	systemBlock := et.System
-	a := b.w().cfg.Agents[string(agent)]
+	a := w.cfg.Agents[string(agent)]
 	var s strings.Builder
 	fmt.Fprintf(&s, "You are %s, an assistant in a Matrix chat room.", cmpOr(a.DisplayName, string(agent)))
 	if a.Role != "" {
@@ -375,7 +384,7 @@ func (t *turn) stream(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	if !t.b.w().cfg.Defaults.StreamingEnabled() {
+	if !t.w.cfg.Defaults.StreamingEnabled() {
 		return
 	}
 	tick := time.NewTicker(t.b.opts.EditInterval)

@@ -153,6 +153,11 @@ func (b *Bot) modelFor(agent hooks.AgentName) agents.Model {
 	return b.countModel(agent, b.w().models[b.modelName(agent)])
 }
 
+// model is the turn's agent's model in the world the turn started in.
+func (t *turn) model() agents.Model {
+	return t.b.countModel(t.agent, t.w.models[t.w.cfg.Agents[string(t.agent)].Model])
+}
+
 // roomInfo answers the room_info tool for the room of the call.
 func (b *Bot) roomInfo(ctx context.Context) (agents.RoomInfo, error) {
 	call, _ := agents.ToolCallFrom(ctx)
