@@ -128,6 +128,18 @@ func TestRestartKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send: %v", err)
 	}
+	// Dendrite stores a sent event asynchronously (its send answers before
+	// the room server committed it) and may drop what it had not committed
+	// when it stops: restart once the event is readable.
+	for i := 0; ; i++ {
+		if _, err = alice.Client.GetEvent(t.Context(), room, sent.EventID); err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("get event before restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	srv.Restart(t)
 
