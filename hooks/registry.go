@@ -81,6 +81,7 @@ type registered struct {
 	agents   []AgentName
 	rooms    []id.RoomID
 	policy   FailurePolicy
+	inline   bool // run on the emitting goroutine (Inline)
 	fn       any
 	decl     int
 	stats    *hookStats
@@ -210,7 +211,7 @@ func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 			reg := &registered{
 				plugin: info, name: h.name, event: h.event, priority: h.priority,
 				timeout: cmp.Or(h.timeout, h.event.timeout), agents: h.agents, rooms: h.rooms,
-				policy: h.policy, fn: h.fn, decl: decl,
+				policy: h.policy, inline: h.inline, fn: h.fn, decl: decl,
 			}
 			if ov, ok := p.Overrides[h.name]; ok {
 				if ov.Enabled != nil && !*ov.Enabled {
