@@ -251,6 +251,11 @@ type serialRun[T any, P ContextOf[T]] struct {
 	// stop is parent.Done(), read once: hooks are started only while it
 	// is open.
 	stop <-chan struct{}
+	// off maps hooks to slots: hook j >= off uses slots[j-off]. The
+	// leading Inline hooks run one after the other on the emitter and
+	// share slots[0] (each still gets a fresh copy), so off is their
+	// count less one.
+	off int
 	// interrupted is set by the runner before it publishes slotFinished
 	// when it stopped because parent ended.
 	interrupted bool
@@ -260,10 +265,15 @@ type serialRun[T any, P ContextOf[T]] struct {
 func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P) error {
 	n := len(hooks)
 	s := &serialRun[T, P]{em: em, hooks: hooks, parent: ctx, depth: em.depth + 1, stop: ctx.Done()}
-	if n == 1 {
+	k := 0
+	for k < n && hooks[k].inline {
+		k++
+	}
+	s.off = max(k-1, 0)
+	if n-s.off == 1 {
 		s.slots = s.one[:]
 	} else {
-		s.slots = make([]slot[T], n)
+		s.slots = make([]slot[T], n-s.off)
 	}
 	s.current = *(*T)(c)
 	fail := func() error { return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err()) }
@@ -334,7 +344,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 			continue
 		}
 		// slotRunning: has hook j passed its deadline and grace?
-		sl := &s.slots[j]
+		sl := s.slot(j)
 		h := hooks[j]
 		now := time.Now()
 		dl := sl.start.Add(h.timeout + abandonGrace)
@@ -378,6 +388,9 @@ func (s *serialRun[T, P]) failClosed(h *registered, why string) bool {
 	return true
 }
 
+// slot returns hook j's slot.
+func (s *serialRun[T, P]) slot(j int) *slot[T] { return &s.slots[max(j-s.off, 0)] }
+
 // runHook runs hook j, which starts at now, on its own copy of current,
 // and merges what it decided if it succeeded in time. It returns the time
 // it ended (the next hook's start), whether the chain stops there, and
@@ -385,10 +398,13 @@ func (s *serialRun[T, P]) failClosed(h *registered, why string) bool {
 // it meanwhile, after which the caller must not touch s again.
 func (s *serialRun[T, P]) runHook(j int, now time.Time) (end time.Time, stop, owned bool) {
 	h := s.hooks[j]
-	sl := &s.slots[j]
+	sl := s.slot(j)
 	cp := &sl.copy
 	prepare[T, P](&s.em, h, cp, &s.current)
 	hc := &sl.hc
+	if hc.inner.Load() != nil {
+		hc.inner.Store(nil) // a shared inline slot: the previous hook's context is over
+	}
 	hc.parent = s.parent
 	hc.depth = s.depth
 	hc.deadline = now.Add(h.timeout)
@@ -498,13 +514,7 @@ type collectRun[T any, P ContextOf[T]] struct {
 func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P) error {
 	n := len(hooks)
 	s := &collectRun[T, P]{em: em, hooks: hooks, parent: ctx, depth: em.depth + 1, stop: ctx.Done()}
-	if n == 1 {
-		s.slots = s.one[:]
-	} else {
-		s.slots = make([]slot[T], n)
-	}
 	s.src = *(*T)(c)
-	s.remaining.Store(int32(n))
 	fail := func() error { return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err()) }
 	pooled := 0
 	for _, h := range hooks {
@@ -512,6 +522,15 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			pooled++
 		}
 	}
+	if pooled == 0 {
+		return s.inline(c, fail)
+	}
+	if n == 1 {
+		s.slots = s.one[:]
+	} else {
+		s.slots = make([]slot[T], n)
+	}
+	s.remaining.Store(int32(n))
 	// Start with a few workers: hooks that return at once are done by
 	// them without a worker each. If hooks are still waiting after
 	// spillAfter, the rest get their own workers, up to the bound, so slow
@@ -531,15 +550,10 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			continue
 		}
 		if ended(s.stop) {
-			if pooled > 0 {
-				s.abandonAll()
-			}
+			s.abandonAll()
 			return fail()
 		}
-		s.runSlot(j)
-	}
-	if pooled == 0 {
-		return s.finish(c, fail)
+		s.runSlot(j, &s.slots[j])
 	}
 	spill := workers < limit
 	minWait := minWake(hooks)
@@ -649,20 +663,46 @@ func (s *collectRun[T, P]) run() {
 		if s.hooks[j].inline {
 			continue // the emitter runs it
 		}
-		if !s.runSlot(j) {
+		if !s.runSlot(j, &s.slots[j]) {
 			return // abandoned; a replacement worker took over
 		}
 	}
 }
 
-// runSlot runs hook j on its own copy of src; it reports false when the
-// emitter abandoned the run meanwhile.
-func (s *collectRun[T, P]) runSlot(j int) bool {
+// inline runs a collector whose hooks are all Inline on the emitter, one
+// after the other, each on a fresh copy in one shared slot; the items of
+// the hooks that succeed are gathered in hook order and reach c only when
+// the emission was not cancelled.
+func (s *collectRun[T, P]) inline(c P, fail func() error) error {
+	var items T
+	sl := &s.one[0]
+	for j := range s.hooks {
+		if ended(s.stop) {
+			return fail()
+		}
+		sl.ok = false
+		s.runSlot(j, sl)
+		if sl.ok {
+			P(&items).merge(&sl.copy)
+		}
+	}
+	if ended(s.stop) {
+		return fail()
+	}
+	c.merge(&items)
+	return nil
+}
+
+// runSlot runs hook j in slot sl on its own copy of src; it reports false
+// when the emitter abandoned the run meanwhile.
+func (s *collectRun[T, P]) runSlot(j int, sl *slot[T]) bool {
 	h := s.hooks[j]
-	sl := &s.slots[j]
 	cp := &sl.copy
 	prepare[T, P](&s.em, h, cp, &s.src)
 	hc := &sl.hc
+	if hc.inner.Load() != nil {
+		hc.inner.Store(nil) // a shared inline slot: the previous hook's context is over
+	}
 	hc.parent = s.parent
 	hc.depth = s.depth
 	hc.over = overFlag{state: &sl.state}
