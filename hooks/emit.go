@@ -402,8 +402,11 @@ func (s *serialRun[T, P]) runHook(j int, now time.Time) (end time.Time, stop, ow
 	cp := &sl.copy
 	prepare[T, P](&s.em, h, cp, &s.current)
 	hc := &sl.hc
-	if hc.inner.Load() != nil {
-		hc.inner.Store(nil) // a shared inline slot: the previous hook's context is over
+	if j > 0 && j <= s.off {
+		// The shared slot of the leading Inline hooks: a hook may keep
+		// its context.Context, which must end when it returns, so each
+		// gets one of its own.
+		hc = new(hookCtx)
 	}
 	hc.parent = s.parent
 	hc.depth = s.depth
@@ -553,7 +556,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			s.abandonAll()
 			return fail()
 		}
-		s.runSlot(j, &s.slots[j])
+		s.runSlot(j, &s.slots[j], false)
 	}
 	spill := workers < limit
 	minWait := minWake(hooks)
@@ -663,7 +666,7 @@ func (s *collectRun[T, P]) run() {
 		if s.hooks[j].inline {
 			continue // the emitter runs it
 		}
-		if !s.runSlot(j, &s.slots[j]) {
+		if !s.runSlot(j, &s.slots[j], false) {
 			return // abandoned; a replacement worker took over
 		}
 	}
@@ -681,7 +684,7 @@ func (s *collectRun[T, P]) inline(c P, fail func() error) error {
 			return fail()
 		}
 		sl.ok = false
-		s.runSlot(j, sl)
+		s.runSlot(j, sl, len(s.hooks) > 1)
 		if sl.ok {
 			P(&items).merge(&sl.copy)
 		}
@@ -693,25 +696,43 @@ func (s *collectRun[T, P]) inline(c P, fail func() error) error {
 	return nil
 }
 
+// ownCtx is the context.Context of a hook that runs in a shared slot,
+// with the state that says when its run is over: a hook may keep its
+// context, which must stay ended after it returned while later hooks use
+// the slot.
+type ownCtx struct {
+	hc    hookCtx
+	state atomic.Int32
+}
+
 // runSlot runs hook j in slot sl on its own copy of src; it reports false
-// when the emitter abandoned the run meanwhile.
-func (s *collectRun[T, P]) runSlot(j int, sl *slot[T]) bool {
+// when the emitter abandoned the run meanwhile. shared: sl is used by
+// several hooks in turn (all-Inline collectors), so the hook gets an
+// ownCtx.
+func (s *collectRun[T, P]) runSlot(j int, sl *slot[T], shared bool) bool {
 	h := s.hooks[j]
 	cp := &sl.copy
 	prepare[T, P](&s.em, h, cp, &s.src)
 	hc := &sl.hc
-	if hc.inner.Load() != nil {
-		hc.inner.Store(nil) // a shared inline slot: the previous hook's context is over
+	hc.over = overFlag{state: &sl.state}
+	var own *ownCtx
+	if shared {
+		own = new(ownCtx)
+		own.state.Store(slotRunning)
+		hc = &own.hc
+		hc.over = overFlag{state: &own.state}
 	}
 	hc.parent = s.parent
 	hc.depth = s.depth
-	hc.over = overFlag{state: &sl.state}
 	sl.start = time.Now()
 	hc.deadline = sl.start.Add(h.timeout)
 	sl.deadline.Store(hc.deadline.UnixNano())
 	sl.state.Store(slotRunning)
 	err := invoke[T, P](hc, h, P(cp))
 	elapsed := time.Since(sl.start)
+	if own != nil {
+		own.state.Store(slotFinished)
+	}
 	if !sl.state.CompareAndSwap(slotRunning, slotFinished) {
 		return false
 	}
