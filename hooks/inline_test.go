@@ -285,3 +285,17 @@ func TestInlineCollector(t *testing.T) {
 		t.Errorf("cancelled emission left items %+v", c.Items)
 	}
 }
+
+func TestInlineIsListed(t *testing.T) {
+	reg := hooktest.NewRegistry(t,
+		hooks.Handle(hooks.ToolBeforeCall, "fast", func(context.Context, *hooks.ToolBeforeCallContext) error { return nil }, hooks.Inline()),
+		hooks.Handle(hooks.ToolBeforeCall, "slow", func(context.Context, *hooks.ToolBeforeCallContext) error { return nil }),
+	)
+	got := map[string]bool{}
+	for _, h := range reg.Hooks() {
+		got[h.Hook] = h.Inline
+	}
+	if !got["fast"] || got["slow"] {
+		t.Errorf("Inline listed as %v, want fast only", got)
+	}
+}

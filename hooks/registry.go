@@ -493,6 +493,8 @@ type HookInfo struct {
 	Agents        []AgentName   `json:"agents,omitempty"`
 	Rooms         []id.RoomID   `json:"rooms,omitempty"`
 	FailurePolicy string        `json:"failure_policy"`
+	// Inline: the hook runs on the emitting goroutine (see Inline).
+	Inline bool `json:"inline,omitempty"`
 	// Position is the hook's 1-based run position among its event's hooks.
 	Position int `json:"position"`
 }
@@ -512,7 +514,7 @@ func (r *Registry) Hooks() []HookInfo {
 			Event: h.event.name, Mode: h.event.mode.String(), Plugin: h.plugin.name, Source: h.plugin.source,
 			Hook: h.name, Priority: h.priority, Timeout: h.timeout,
 			Agents: slices.Clone(h.agents), Rooms: slices.Clone(h.rooms),
-			FailurePolicy: h.policy.String(), Position: pos,
+			FailurePolicy: h.policy.String(), Inline: h.inline, Position: pos,
 		})
 	}
 	return out
