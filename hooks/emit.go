@@ -259,16 +259,23 @@ type serialRun[T any, P ContextOf[T]] struct {
 	// interrupted is set by the runner before it publishes slotFinished
 	// when it stopped because parent ended.
 	interrupted bool
-	w           waiter
+	// pooled: the run is reused by later emissions (all hooks Inline), so
+	// nothing a hook may keep, its context.Context, points into it.
+	pooled bool
+	owns   []ownCtx // pooled: the hooks' contexts, allocated afresh per emission
+	w      waiter
 }
 
 func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P) error {
 	n := len(hooks)
-	s := &serialRun[T, P]{em: em, hooks: hooks, parent: ctx, depth: em.depth + 1, stop: ctx.Done()}
 	k := 0
 	for k < n && hooks[k].inline {
 		k++
 	}
+	if k == n {
+		return serialInline[T, P](ctx, em, hooks, c)
+	}
+	s := &serialRun[T, P]{em: em, hooks: hooks, parent: ctx, depth: em.depth + 1, stop: ctx.Done()}
 	s.off = max(k-1, 0)
 	if n-s.off == 1 {
 		s.slots = s.one[:]
@@ -377,6 +384,45 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 	}
 }
 
+// serialInline runs a chain of Inline hooks on the emitter, in a run taken
+// from the event's pool: one shared slot, and a context.Context of its own
+// for each hook (the only thing a hook may keep after it returns).
+func serialInline[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P) error {
+	s, _ := em.info.runs.Get().(*serialRun[T, P])
+	if s == nil {
+		s = &serialRun[T, P]{pooled: true}
+	}
+	s.em, s.hooks, s.parent, s.depth, s.stop = em, hooks, ctx, em.depth+1, ctx.Done()
+	s.slots, s.off = s.one[:], len(hooks)
+	s.cur.Store(0)
+	s.current = *(*T)(c)
+	s.owns = make([]ownCtx, len(hooks))
+	err := func() error {
+		now := time.Now()
+		for j := range hooks {
+			if ended(s.stop) {
+				return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
+			}
+			end, stop, _ := s.runHook(j, now)
+			now = end
+			if stop {
+				break
+			}
+		}
+		if ended(s.stop) {
+			return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
+		}
+		c.merge(&s.current)
+		return nil
+	}()
+	// Keep no reference to this emission's data in the pool.
+	var zero T
+	s.current, s.one[0].copy = zero, zero
+	s.em, s.hooks, s.parent, s.stop, s.owns = emission{}, nil, nil, nil, nil
+	em.info.runs.Put(s)
+	return err
+}
+
 // failClosed declines on behalf of a failed gate hook with a closed
 // failure policy; it reports whether the chain stops.
 func (s *serialRun[T, P]) failClosed(h *registered, why string) bool {
@@ -402,16 +448,26 @@ func (s *serialRun[T, P]) runHook(j int, now time.Time) (end time.Time, stop, ow
 	cp := &sl.copy
 	prepare[T, P](&s.em, h, cp, &s.current)
 	hc := &sl.hc
-	if j > 0 && j <= s.off {
-		// The shared slot of the leading Inline hooks: a hook may keep
-		// its context.Context, which must end when it returns, so each
-		// gets one of its own.
+	hc.over = overFlag{cur: &s.cur, j: j}
+	var own *ownCtx
+	switch {
+	case s.pooled:
+		// A hook may keep its context.Context, which must stay ended
+		// after it returns: in a pooled run it gets one that points
+		// nowhere into the run.
+		own = &s.owns[j]
+		own.state.Store(slotRunning)
+		hc = &own.hc
+		hc.over = overFlag{state: &own.state}
+	case j > 0 && j <= s.off:
+		// The shared slot of the leading Inline hooks: each hook gets
+		// a context of its own.
 		hc = new(hookCtx)
+		hc.over = overFlag{cur: &s.cur, j: j}
 	}
 	hc.parent = s.parent
 	hc.depth = s.depth
 	hc.deadline = now.Add(h.timeout)
-	hc.over = overFlag{cur: &s.cur, j: j}
 	sl.start = now
 	// Publish the hook as running, unless the emitter gave up on the
 	// whole emission meanwhile.
@@ -421,6 +477,9 @@ func (s *serialRun[T, P]) runHook(j int, now time.Time) (end time.Time, stop, ow
 	err := invoke[T, P](hc, h, P(cp))
 	end = time.Now()
 	elapsed := end.Sub(now)
+	if own != nil {
+		own.state.Store(slotFinished)
+	}
 	if !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
 		return end, true, false // abandoned: the emitter took over
 	}
