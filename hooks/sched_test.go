@@ -82,3 +82,31 @@ func TestWaiterDetectsBubble(t *testing.T) {
 		t.Error("bubble clock not recognised")
 	}
 }
+
+type pingTask struct{ w *waiter }
+
+func (p pingTask) run() { p.w.notify() }
+
+// BenchmarkHandoff is the floor of an emission of ordinary hooks: hand a
+// task to a pooled worker and sleep until it wakes the emitter, with and
+// without a deadline registration. An ordinary hook cannot cost less.
+func BenchmarkHandoff(b *testing.B) {
+	for _, withDeadline := range []bool{false, true} {
+		b.Run(map[bool]string{false: "worker", true: "worker+deadline"}[withDeadline], func(b *testing.B) {
+			b.ReportAllocs()
+			var w waiter
+			w.init(time.Now())
+			t := pingTask{&w}
+			for b.Loop() {
+				if withDeadline {
+					w.wakeAt(time.Now(), time.Second)
+				}
+				w.start(t)
+				<-w.sig
+				if withDeadline {
+					w.cancel()
+				}
+			}
+		})
+	}
+}
