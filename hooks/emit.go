@@ -239,15 +239,24 @@ func minWake(hooks []*registered) time.Duration {
 // the hook in progress passed its deadline, the emitter abandons that
 // runner and dispatches a new one at the next hook. Whoever holds the
 // cursor's position (emitter or runner) owns current.
+//
+// A run that ended normally goes back to its event's pool with its slots
+// (the hooks' copies), so the next emission allocates only the hooks'
+// contexts; a run with an abandoned hook, or cancelled, is left to the
+// garbage collector, as its runner may still be using it.
 type serialRun[T any, P ContextOf[T]] struct {
 	em      emission
 	hooks   []*registered
 	parent  context.Context
 	depth   int
-	slots   []slot[T]
-	one     [1]slot[T] // the slots of a one-hook emission: no second allocation
+	slab    []slot[T] // kept across emissions
+	slots   []slot[T] // slab[:what this emission needs]
 	cur     atomic.Int64
 	current T
+	// owns are the hooks' contexts, allocated for each emission: a hook
+	// may keep its context.Context, which must stay ended after it
+	// returned, so it must not live in memory the pool reuses.
+	owns []ownCtx
 	// stop is parent.Done(), read once: hooks are started only while it
 	// is open.
 	stop <-chan struct{}
@@ -259,11 +268,47 @@ type serialRun[T any, P ContextOf[T]] struct {
 	// interrupted is set by the runner before it publishes slotFinished
 	// when it stopped because parent ended.
 	interrupted bool
-	// pooled: the run is reused by later emissions (all hooks Inline), so
-	// nothing a hook may keep, its context.Context, points into it.
-	pooled bool
-	owns   []ownCtx // pooled: the hooks' contexts, allocated afresh per emission
-	w      waiter
+	w           waiter
+}
+
+// newSerialRun takes a run from the event's pool (or makes one) and sets
+// it up for hooks, leading Inline hooks sharing one slot.
+func newSerialRun[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P, inline int) *serialRun[T, P] {
+	s, _ := em.info.runs.Get().(*serialRun[T, P])
+	if s == nil {
+		s = new(serialRun[T, P])
+	}
+	s.em, s.hooks, s.parent, s.depth, s.stop = em, hooks, ctx, em.depth+1, ctx.Done()
+	s.off = max(inline-1, 0)
+	need := len(hooks) - s.off
+	if cap(s.slab) < need {
+		s.slab = make([]slot[T], need)
+	}
+	s.slots = s.slab[:need]
+	s.owns = make([]ownCtx, len(hooks))
+	s.cur.Store(0)
+	s.interrupted = false
+	s.current = *(*T)(c)
+	return s
+}
+
+// recycle puts a run that ended normally back into its event's pool,
+// keeping no reference to the emission's data. Runs of a synctest bubble
+// are not kept: their channel and timer belong to the bubble.
+func (s *serialRun[T, P]) recycle() {
+	if s.w.bubble {
+		return
+	}
+	s.w.drain()
+	var zero T
+	s.current = zero
+	for i := range s.slots {
+		s.slots[i].copy = zero
+	}
+	// s.em stays: a hook that wrongly kept its copy (whose Base points
+	// at it) must not crash on a zeroed emission.
+	s.hooks, s.parent, s.stop, s.owns, s.slots = nil, nil, nil, nil, nil
+	s.em.info.runs.Put(s)
 }
 
 func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P) error {
@@ -272,24 +317,15 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 	for k < n && hooks[k].inline {
 		k++
 	}
-	if k == n {
-		return serialInline[T, P](ctx, em, hooks, c)
-	}
-	s := &serialRun[T, P]{em: em, hooks: hooks, parent: ctx, depth: em.depth + 1, stop: ctx.Done()}
-	s.off = max(k-1, 0)
-	if n-s.off == 1 {
-		s.slots = s.one[:]
-	} else {
-		s.slots = make([]slot[T], n-s.off)
-	}
-	s.current = *(*T)(c)
+	s := newSerialRun[T, P](ctx, em, hooks, c, k)
 	fail := func() error { return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err()) }
 
 	// Inline hooks at the head of the chain run right here.
 	now := time.Now()
 	j := 0
-	for ; j < n && hooks[j].inline; j++ {
+	for ; j < k; j++ {
 		if ended(s.stop) {
+			s.recycle()
 			return fail()
 		}
 		end, stop, _ := s.runHook(j, now)
@@ -300,11 +336,14 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		}
 	}
 	if j >= n {
+		err := error(nil)
 		if ended(s.stop) {
-			return fail()
+			err = fail()
+		} else {
+			c.merge(&s.current)
 		}
-		c.merge(&s.current)
-		return nil
+		s.recycle()
+		return err
 	}
 
 	// The rest runs on a worker; the cursor is at (j, pending).
@@ -337,14 +376,16 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		switch state {
 		case slotFinished:
 			s.w.cancel()
-			if !abandoned {
-				s.w.recycle()
-			}
+			err := error(nil)
 			if s.interrupted {
-				return fail()
+				err = fail()
+			} else {
+				c.merge(&s.current)
 			}
-			c.merge(&s.current)
-			return nil
+			if !abandoned {
+				s.recycle()
+			}
+			return err
 		case slotPending:
 			// Between two hooks: j is the next one.
 			s.w.wakeAt(time.Now(), minWake(hooks[j:]))
@@ -366,7 +407,9 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		s.w.cancel()
 		em := &s.em
 		em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
-		sl.hc.release()
+		own := &s.owns[j]
+		own.state.Store(slotAbandoned)
+		own.hc.release()
 		if ended(s.stop) {
 			return fail()
 		}
@@ -382,45 +425,6 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		s.w.wakeAt(now, minWake(hooks[j+1:]))
 		s.w.start(s)
 	}
-}
-
-// serialInline runs a chain of Inline hooks on the emitter, in a run taken
-// from the event's pool: one shared slot, and a context.Context of its own
-// for each hook (the only thing a hook may keep after it returns).
-func serialInline[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P) error {
-	s, _ := em.info.runs.Get().(*serialRun[T, P])
-	if s == nil {
-		s = &serialRun[T, P]{pooled: true}
-	}
-	s.em, s.hooks, s.parent, s.depth, s.stop = em, hooks, ctx, em.depth+1, ctx.Done()
-	s.slots, s.off = s.one[:], len(hooks)
-	s.cur.Store(0)
-	s.current = *(*T)(c)
-	s.owns = make([]ownCtx, len(hooks))
-	err := func() error {
-		now := time.Now()
-		for j := range hooks {
-			if ended(s.stop) {
-				return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
-			}
-			end, stop, _ := s.runHook(j, now)
-			now = end
-			if stop {
-				break
-			}
-		}
-		if ended(s.stop) {
-			return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
-		}
-		c.merge(&s.current)
-		return nil
-	}()
-	// Keep no reference to this emission's data in the pool.
-	var zero T
-	s.current, s.one[0].copy = zero, zero
-	s.em, s.hooks, s.parent, s.stop, s.owns = emission{}, nil, nil, nil, nil
-	em.info.runs.Put(s)
-	return err
 }
 
 // failClosed declines on behalf of a failed gate hook with a closed
@@ -447,28 +451,14 @@ func (s *serialRun[T, P]) runHook(j int, now time.Time) (end time.Time, stop, ow
 	sl := s.slot(j)
 	cp := &sl.copy
 	prepare[T, P](&s.em, h, cp, &s.current)
-	hc := &sl.hc
-	hc.over = overFlag{cur: &s.cur, j: j}
-	var own *ownCtx
-	switch {
-	case s.pooled:
-		// A hook may keep its context.Context, which must stay ended
-		// after it returns: in a pooled run it gets one that points
-		// nowhere into the run.
-		own = &s.owns[j]
-		own.state.Store(slotRunning)
-		hc = &own.hc
-		hc.over = overFlag{state: &own.state}
-	case j > 0 && j <= s.off:
-		// The shared slot of the leading Inline hooks: each hook gets
-		// a context of its own.
-		hc = new(hookCtx)
-		hc.over = overFlag{cur: &s.cur, j: j}
-	}
+	own := &s.owns[j]
+	hc := &own.hc
+	hc.over = overFlag{state: &own.state}
 	hc.parent = s.parent
 	hc.depth = s.depth
 	hc.deadline = now.Add(h.timeout)
 	sl.start = now
+	own.state.Store(slotRunning)
 	// Publish the hook as running, unless the emitter gave up on the
 	// whole emission meanwhile.
 	if !s.cur.CompareAndSwap(cursor(j, slotPending), cursor(j, slotRunning)) {
@@ -477,9 +467,7 @@ func (s *serialRun[T, P]) runHook(j int, now time.Time) (end time.Time, stop, ow
 	err := invoke[T, P](hc, h, P(cp))
 	end = time.Now()
 	elapsed := end.Sub(now)
-	if own != nil {
-		own.state.Store(slotFinished)
-	}
+	own.state.Store(slotFinished)
 	if !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
 		return end, true, false // abandoned: the emitter took over
 	}

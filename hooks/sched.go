@@ -41,9 +41,10 @@ func (w *waiter) init(now time.Time) {
 	// Round(0) strips the monotonic reading; only a synctest bubble's
 	// clock has none to strip.
 	w.bubble = now == now.Round(0)
-	if w.bubble {
-		w.sig = make(chan struct{}, 1)
-	} else {
+	switch {
+	case w.bubble:
+		w.sig, w.timer = make(chan struct{}, 1), nil
+	case w.sig == nil:
 		w.sig = getSig()
 	}
 }
@@ -83,6 +84,16 @@ func (w *waiter) start(t task) {
 func (w *waiter) notify() {
 	select {
 	case w.sig <- struct{}{}:
+	default:
+	}
+}
+
+// drain empties the channel of a waiter whose emission is over, for the
+// next emission of a pooled run: nobody can signal it anymore (the runner
+// finished, the wake-up was cancelled, no runner was abandoned).
+func (w *waiter) drain() {
+	select {
+	case <-w.sig:
 	default:
 	}
 }
