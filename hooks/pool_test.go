@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +177,87 @@ func TestPooledEmissionsInParallel(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// Serial runs are reused by later emissions, but a context.Context a hook
+// kept stays ended, ordinary or Inline.
+func TestKeptContextStaysEndedAcrossEmissions(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ordinary", true: "inline"}[inline], func(t *testing.T) {
+			var kept []context.Context
+			var opts []hooks.Option
+			if inline {
+				opts = append(opts, hooks.Inline())
+			}
+			reg := hooktest.NewRegistry(t, hooks.Handle(hooks.MessageReceived, "keeps", func(ctx context.Context, _ *hooks.MessageReceivedContext) error {
+				for i, k := range kept {
+					if k.Err() == nil {
+						t.Errorf("context of emission %d is live during a later emission", i)
+					}
+				}
+				kept = append(kept, ctx)
+				return nil
+			}, opts...))
+			for range 5 {
+				hooktest.Emit(t, reg, hooks.MessageReceived, hooktest.MessageReceived("hi"))
+			}
+			for i, k := range kept {
+				select {
+				case <-k.Done():
+				default:
+					t.Errorf("context of emission %d not done after the emission", i)
+				}
+			}
+		})
+	}
+}
+
+// A run with an abandoned hook is never reused: the hook may still write
+// to its copy when it finally returns (run with -race).
+func TestAbandonedRunIsNotReused(t *testing.T) {
+	release, stop := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	var lateDone sync.WaitGroup
+	lateDone.Add(1)
+	reg := hooktest.NewRegistry(t,
+		hooks.Handle(hooks.MessageBeforeResponse, "first-stuck", func(_ context.Context, c *hooks.BeforeResponseContext) error {
+			if calls.Add(1) == 1 {
+				defer lateDone.Done()
+				<-release
+				// Scribble on its own copy, long after it was abandoned,
+				// while later emissions run.
+				for {
+					select {
+					case <-stop:
+						return nil
+					default:
+						c.Draft.Text = "scribbled"
+						runtime.Gosched()
+					}
+				}
+			}
+			return nil
+		}, hooks.Timeout(stuckTimeout)),
+		hooks.Handle(hooks.MessageBeforeResponse, "suffix", func(_ context.Context, c *hooks.BeforeResponseContext) error {
+			c.Draft.Text += "+s"
+			return nil
+		}, hooks.Priority(200)),
+	)
+	c := hooktest.BeforeResponse("first")
+	hooktest.Emit(t, reg, hooks.MessageBeforeResponse, c)
+	if c.Draft.Text != "first+s" {
+		t.Errorf("text = %q, want first+s", c.Draft.Text)
+	}
+	close(release)
+	for i := range 200 {
+		body := fmt.Sprintf("m%d", i)
+		c := hooktest.BeforeResponse(body)
+		hooktest.Emit(t, reg, hooks.MessageBeforeResponse, c)
+		if c.Draft.Text != body+"+s" {
+			t.Errorf("text = %q, want %q", c.Draft.Text, body+"+s")
+			break
+		}
+	}
+	close(stop)
+	lateDone.Wait()
 }
