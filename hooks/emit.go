@@ -51,7 +51,9 @@ type emission struct {
 //   - claim: Claimed.
 //
 // Every hook works on its own copy of c and only a hook that returns nil
-// before its deadline counts. Hooks that return an error, panic or pass
+// before its deadline counts. The copy is the hook's only while it runs:
+// its memory is reused by later emissions, so a hook must not use it after
+// it returned (its ctx stays ended and may be kept). Hooks that return an error, panic or pass
 // their deadline are logged and counted in the registry's statistics; a
 // hook that ignores its deadline is abandoned, never waited for.
 //

@@ -99,11 +99,8 @@ func Rooms(rooms ...id.RoomID) Option {
 // (a run that ends at or after it counts as a timeout and its effects are
 // dropped) and panic recovery; it gives up only abandonment: an inline hook
 // that blocks blocks the emission, and with it the turn or tool call that
-// emitted the event, until it returns. The engine reuses the memory of an
-// inline hook's copy for later hooks and emissions, so an inline hook must
-// not use its *T (or pass it on) after it returns; its ctx stays ended
-// after it returns, like any hook's. Built-in gates and enrichers use it;
-// never use it for a hook that does I/O.
+// emitted the event, until it returns. Built-in gates and enrichers use
+// it; never use it for a hook that does I/O.
 func Inline() Option { return func(h *Hook) { h.inline = true } }
 
 // WithFailurePolicy sets the failure policy of a gate hook.
