@@ -270,7 +270,10 @@ type serialRun[T any, P ContextOf[T]] struct {
 	// interrupted is set by the runner before it publishes slotFinished
 	// when it stopped because parent ended.
 	interrupted bool
-	w           waiter
+	// st is current as a stopper (gates, claims), found once per run.
+	st    stopper
+	stops bool
+	w     waiter
 }
 
 // newSerialRun takes a run from the event's pool (or makes one) and sets
@@ -279,6 +282,7 @@ func newSerialRun[T any, P ContextOf[T]](ctx context.Context, em emission, hooks
 	s, _ := em.info.runs.Get().(*serialRun[T, P])
 	if s == nil {
 		s = new(serialRun[T, P])
+		s.st, s.stops = any(P(&s.current)).(stopper)
 	}
 	s.em, s.hooks, s.parent, s.depth, s.stop = em, hooks, ctx, em.depth+1, ctx.Done()
 	s.off = max(inline-1, 0)
@@ -330,7 +334,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 			s.recycle()
 			return fail()
 		}
-		end, stop, _ := s.runHook(j, now)
+		end, stop, _ := s.runHook(j, now, true)
 		now = end
 		if stop {
 			j = n
@@ -348,7 +352,8 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		return err
 	}
 
-	// The rest runs on a worker; the cursor is at (j, pending).
+	// The rest runs on a worker, from the cursor on.
+	s.cur.Store(cursor(j, slotPending))
 	s.w.init(now)
 	s.w.wakeAt(now, minWake(hooks[j:]))
 	s.w.start(s)
@@ -410,7 +415,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		em := &s.em
 		em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
 		own := &s.owns[j]
-		own.state.Store(slotAbandoned)
+		own.done.Store(true)
 		own.hc.release()
 		if ended(s.stop) {
 			return fail()
@@ -447,30 +452,31 @@ func (s *serialRun[T, P]) slot(j int) *slot[T] { return &s.slots[max(j-s.off, 0)
 // and merges what it decided if it succeeded in time. It returns the time
 // it ended (the next hook's start), whether the chain stops there, and
 // whether the caller still holds the run: false when the emitter abandoned
-// it meanwhile, after which the caller must not touch s again.
-func (s *serialRun[T, P]) runHook(j int, now time.Time) (end time.Time, stop, owned bool) {
+// it meanwhile, after which the caller must not touch s again. The emitter
+// runs Inline hooks before any runner exists (onEmitter) and skips the
+// cursor.
+func (s *serialRun[T, P]) runHook(j int, now time.Time, onEmitter bool) (end time.Time, stop, owned bool) {
 	h := s.hooks[j]
 	sl := s.slot(j)
 	cp := &sl.copy
 	prepare[T, P](&s.em, h, cp, &s.current)
 	own := &s.owns[j]
 	hc := &own.hc
-	hc.over = overFlag{state: &own.state}
+	hc.over = overFlag{done: &own.done}
 	hc.parent = s.parent
 	hc.depth = s.depth
 	hc.deadline = now.Add(h.timeout)
 	sl.start = now
-	own.state.Store(slotRunning)
 	// Publish the hook as running, unless the emitter gave up on the
 	// whole emission meanwhile.
-	if !s.cur.CompareAndSwap(cursor(j, slotPending), cursor(j, slotRunning)) {
+	if !onEmitter && !s.cur.CompareAndSwap(cursor(j, slotPending), cursor(j, slotRunning)) {
 		return now, true, false
 	}
 	err := invoke[T, P](hc, h, P(cp))
 	end = time.Now()
 	elapsed := end.Sub(now)
-	own.state.Store(slotFinished)
-	if !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
+	own.done.Store(true)
+	if !onEmitter && !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
 		return end, true, false // abandoned: the emitter took over
 	}
 	hc.release()
@@ -480,7 +486,7 @@ func (s *serialRun[T, P]) runHook(j int, now time.Time) (end time.Time, stop, ow
 		return end, h.policy == FailClosed && s.failClosed(h, failureWord(o)), true
 	}
 	P(&s.current).merge(cp)
-	if st, ok := any(P(&s.current)).(stopper); ok && st.stopped() {
+	if s.stops && s.st.stopped() {
 		return end, true, true
 	}
 	return end, false, true
@@ -498,7 +504,7 @@ func (s *serialRun[T, P]) run() {
 			s.interrupted = true
 			break
 		}
-		end, stop, owned := s.runHook(j, now)
+		end, stop, owned := s.runHook(j, now, false)
 		if !owned {
 			return
 		}
@@ -590,11 +596,9 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 	limit := min(pooled, s.em.reg.conc)
 	workers := min(limit, max(2, runtime.GOMAXPROCS(0)))
 	start := time.Now()
-	if pooled > 0 {
-		s.w.init(start)
-		for range workers {
-			s.w.start(s)
-		}
+	s.w.init(start)
+	for range workers {
+		s.w.start(s)
 	}
 	// The emitter's own share: the Inline hooks.
 	for j, h := range hooks {
@@ -750,8 +754,8 @@ func (s *collectRun[T, P]) inline(c P, fail func() error) error {
 // context, which must stay ended after it returned while later hooks use
 // the slot.
 type ownCtx struct {
-	hc    hookCtx
-	state atomic.Int32
+	hc   hookCtx
+	done atomic.Bool
 }
 
 // runSlot runs hook j in slot sl on its own copy of src; it reports false
@@ -767,9 +771,8 @@ func (s *collectRun[T, P]) runSlot(j int, sl *slot[T], shared bool) bool {
 	var own *ownCtx
 	if shared {
 		own = new(ownCtx)
-		own.state.Store(slotRunning)
 		hc = &own.hc
-		hc.over = overFlag{state: &own.state}
+		hc.over = overFlag{done: &own.done}
 	}
 	hc.parent = s.parent
 	hc.depth = s.depth
@@ -780,7 +783,7 @@ func (s *collectRun[T, P]) runSlot(j int, sl *slot[T], shared bool) bool {
 	err := invoke[T, P](hc, h, P(cp))
 	elapsed := time.Since(sl.start)
 	if own != nil {
-		own.state.Store(slotFinished)
+		own.done.Store(true)
 	}
 	if !sl.state.CompareAndSwap(slotRunning, slotFinished) {
 		return false
