@@ -58,9 +58,18 @@ func BenchmarkRun(b *testing.B) {
 	}
 }
 
-// BenchmarkOpenAIStream measures one streamed completion through the real
-// client against llmtest on loopback in instant mode.
-func BenchmarkOpenAIStream(b *testing.B) {
+// BenchmarkModelStream measures one streamed completion through the real
+// client of each provider (go-openai, anthropic-sdk-go) against llmtest on
+// loopback in instant mode: the same scripted reply in each wire format, so
+// the difference is the client's parse cost.
+func BenchmarkModelStream(b *testing.B) {
+	providers := []struct {
+		name  string
+		model func(testing.TB, *llmtest.Server, ...func(*agents.ModelSpec)) agents.Model
+	}{
+		{name: "openai", model: testModel},
+		{name: "anthropic", model: anthropicModel},
+	}
 	cases := []struct {
 		name  string
 		reply llmtest.Reply
@@ -68,18 +77,20 @@ func BenchmarkOpenAIStream(b *testing.B) {
 		{name: "text in 20 chunks", reply: llmtest.Text(llmtest.Split("The quick brown fox jumps over the lazy dog, again and again and again.", 20)...)},
 		{name: "tool call in 8 pieces", reply: llmtest.Calls(llmtest.ToolCall("c1", "clock", `{"timezone":"Europe/Berlin","format":"long"}`).WithPieces(8))},
 	}
-	for _, tc := range cases {
-		b.Run(tc.name, func(b *testing.B) {
-			srv := llmtest.NewServerWith(b, []llmtest.Option{llmtest.Instant(), llmtest.WithFallback(tc.reply)})
-			m := testModel(b, srv)
-			req := userPrompt("hi")
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := agents.Complete(ctx, m, req, nil); err != nil {
-					b.Fatal(err)
+	for _, p := range providers {
+		for _, tc := range cases {
+			b.Run(p.name+"/"+tc.name, func(b *testing.B) {
+				srv := llmtest.NewServerWith(b, []llmtest.Option{llmtest.Instant(), llmtest.WithFallback(tc.reply)})
+				m := p.model(b, srv)
+				req := userPrompt("hi")
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := agents.Complete(ctx, m, req, nil); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -17,13 +17,14 @@ import (
 const (
 	ToolCurrentTime = "current_time"
 	ToolRoomInfo    = "room_info"
+	ToolSchedule    = "schedule"
 )
 
 // BuiltinTools returns the spec of every built-in tool, in the order they
 // are documented (config.example.yaml lists them under agents.<name>.tools).
 // The bot builds them by name: RoomInfoTool needs its room lookup.
 func BuiltinTools() []ToolSpec {
-	return []ToolSpec{CurrentTime{}.Spec(), RoomInfoTool(nil).Spec()}
+	return []ToolSpec{CurrentTime{}.Spec(), RoomInfoTool(nil).Spec(), ScheduleTool(nil).Spec()}
 }
 
 // CurrentTime is the current_time tool: it tells the model the date and
@@ -151,5 +152,52 @@ func RoomInfoTool(fn RoomInfoFunc) Tool {
 			return "", fmt.Errorf("failed to encode room information: %w", err)
 		}
 		return string(out), nil
+	})
+}
+
+// ScheduleArgs are the arguments of a schedule tool call.
+type ScheduleArgs struct {
+	// Action is "create" (the default), "list" or "cancel".
+	Action string `json:"action,omitempty"`
+	// When is the schedule in one of the plain forms ("in 10 minutes",
+	// "every weekday at 9:00", …), for create.
+	When string `json:"when,omitempty"`
+	// Message is what to post when it fires, for create.
+	Message string `json:"message,omitempty"`
+	// ID is the schedule to cancel.
+	ID string `json:"id,omitempty"`
+}
+
+// ScheduleFunc carries out a schedule tool call for the room, thread and
+// person of the call (ToolCallFrom(ctx)) and returns the answer for the
+// model; the bot supplies it.
+type ScheduleFunc func(ctx context.Context, args ScheduleArgs) (string, error)
+
+// ScheduleTool returns the schedule tool, answering with fn.
+func ScheduleTool(fn ScheduleFunc) Tool {
+	return NewTool(ToolSpec{
+		Name: ToolSchedule,
+		Description: "Schedule a message to be posted later in this conversation's thread, once or recurring, " +
+			"on behalf of the person you are talking to; when it fires, it is sent to you as a new message from them. " +
+			"Also lists and cancels this room's schedules. " +
+			`when is one of: "in 10 minutes", "in 2 hours", "at 17:30", "tomorrow at 9:00", "on 2026-12-24 at 18:00", ` +
+			`"every day at 9:00", "every weekday at 9:00", "every monday at 8:30", "every 15 minutes", ` +
+			`"cron */5 * * * *" (times in the server's schedule time zone).`,
+		Parameters: json.RawMessage(`{"type":"object","properties":{` +
+			`"action":{"type":"string","enum":["create","list","cancel"],"description":"create (default), list or cancel"},` +
+			`"when":{"type":"string","description":"when to post, for create"},` +
+			`"message":{"type":"string","description":"the message to post, for create"},` +
+			`"id":{"type":"string","description":"the schedule id, for cancel"}},"additionalProperties":false}`),
+	}, func(ctx context.Context, raw json.RawMessage) (string, error) {
+		if fn == nil {
+			return "", errors.New("scheduling is not available")
+		}
+		var a ScheduleArgs
+		if len(bytes.TrimSpace(raw)) > 0 {
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return "", fmt.Errorf("invalid arguments: want {\"action\", \"when\", \"message\", \"id\"}: %w", err)
+			}
+		}
+		return fn(ctx, a)
 	})
 }

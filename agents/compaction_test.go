@@ -111,7 +111,7 @@ func TestCompactWithSummary(t *testing.T) {
 		}
 		got, err := h.Load(ctx, "scope")
 		if err != nil || !reflect.DeepEqual(got, compacted) {
-			t.Fatalf("stored history =\n%q\nwant\n%q (%v)", got, compacted, err)
+			t.Fatalf("stored history =\n%+v\nwant\n%+v (%v)", got, compacted, err)
 		}
 
 		// The summary request carries the dropped turns, not the kept ones.
@@ -167,7 +167,7 @@ func TestCompactWithSummary(t *testing.T) {
 		}
 		got, _ = h.Load(ctx, "scope")
 		if len(got) != 1+len(turns[3]) || got[0].Content != agents.SummaryHeader+"Summary of everything." {
-			t.Errorf("after the second compaction: %q", got)
+			t.Errorf("after the second compaction: %+v", got)
 		}
 	})
 }
@@ -411,14 +411,14 @@ func TestCompactKeepsMessagesAppendedMeanwhile(t *testing.T) {
 		got, _ := h.Load(ctx, "scope")
 		want := append(append([]agents.Message{{Role: agents.RoleSystem, Content: agents.SummaryHeader + "summary"}}, turns[3]...), late...)
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("history =\n%q\nwant\n%q", got, want)
+			t.Fatalf("history =\n%+v\nwant\n%+v", got, want)
 		}
 		if _, err := h.Append(ctx, "scope", "assistant", user("q6")); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = h.Load(ctx, "scope")
 		if got[len(got)-1].Content != "q6" {
-			t.Errorf("append after compaction landed at the wrong place: %q", got)
+			t.Errorf("append after compaction landed at the wrong place: %+v", got)
 		}
 	})
 }

@@ -57,7 +57,7 @@ func TestHistoryAppendLoadByteExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, oddTurn) {
-			t.Fatalf("loaded\n%q\nwant\n%q", got, oddTurn)
+			t.Fatalf("loaded\n%+v\nwant\n%+v", got, oddTurn)
 		}
 		s, err := h.Session(ctx, scope)
 		if err != nil || s.ID == "" || s.Agent != "assistant" || s.ScopeKey != scope || s.CreatedAt.IsZero() {
@@ -193,7 +193,7 @@ func TestHistoryReopen(t *testing.T) {
 		}
 		got, err := h2.Load(ctx, "s")
 		if err != nil || !reflect.DeepEqual(got, oddTurn) {
-			t.Fatalf("after reopen: %q, %v", got, err)
+			t.Fatalf("after reopen: %+v, %v", got, err)
 		}
 		after, err := h2.Session(ctx, "s")
 		if err != nil || after.ID != before.ID {

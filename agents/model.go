@@ -41,6 +41,12 @@ type Message struct {
 	// does not store them and the message's JSON form leaves them out, so
 	// a stored turn keeps only its text (which names its images).
 	Images []Image `json:"-"`
+	// StablePrefix, when positive, says that the first StablePrefix bytes
+	// of Content are the same on every turn of the conversation (the
+	// agent's own system prompt and its stable enrichment). Providers with
+	// explicit prompt caching (anthropic) put a cache breakpoint at its end;
+	// the text sent is unchanged. Like Images it is not stored.
+	StablePrefix int `json:"-"`
 }
 
 // Image is an image sent to the model with a message.
@@ -91,6 +97,24 @@ type Request struct {
 	// Temperature, when set, overrides the server's default. The
 	// OpenAI-compatible client omits a zero temperature.
 	Temperature *float32
+	// ResponseSchema, when set, asks for structured output: a reply that is
+	// one JSON object matching the schema (OpenAI-compatible:
+	// response_format json_schema). Servers that do not support it may
+	// answer freely, so say what you want in the prompt too and validate
+	// the reply.
+	ResponseSchema *ResponseSchema
+}
+
+// ResponseSchema names and describes the JSON object a structured reply
+// must be.
+type ResponseSchema struct {
+	// Name identifies the schema (^[a-zA-Z0-9_-]+$).
+	Name string
+	// Schema is a JSON Schema object.
+	Schema json.RawMessage
+	// Strict asks the server to enforce the schema exactly (every property
+	// required, additionalProperties false).
+	Strict bool
 }
 
 // FinishReason says why the model stopped.

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,7 +35,8 @@ func newOpenAI(spec ModelSpec) (*openaiModel, error) {
 	}
 	u, err := url.Parse(spec.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("failed to create openai model %q: base url %q is not an http(s) URL", spec.Model, spec.BaseURL)
+		// Not the URL itself: it may hold a token.
+		return nil, fmt.Errorf("failed to create openai model %q: its base url is not an http(s) URL", spec.Model)
 	}
 	cfg := openai.DefaultConfig(spec.APIKey)
 	cfg.BaseURL = strings.TrimRight(spec.BaseURL, "/")
@@ -117,15 +119,21 @@ func (m *openaiModel) request(req *Request) openai.ChatCompletionRequest {
 			}}
 		}
 	}
-	if req.MaxTokens > 0 {
+	if n := cmp.Or(req.MaxTokens, m.spec.MaxTokens); n > 0 {
 		if reasoningModel(m.spec.Model) {
-			out.MaxCompletionTokens = req.MaxTokens
+			out.MaxCompletionTokens = n
 		} else {
-			out.MaxTokens = req.MaxTokens
+			out.MaxTokens = n
 		}
 	}
 	if req.Temperature != nil {
 		out.Temperature = *req.Temperature
+	}
+	if rs := req.ResponseSchema; rs != nil {
+		out.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type:       openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: rs.Name, Schema: rs.Schema, Strict: rs.Strict},
+		}
 	}
 	return out
 }
@@ -372,7 +380,13 @@ func (m *openaiModel) classifyRaw(sctx, parent context.Context, err error) *Mode
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		me.Kind, me.Retryable = ErrorNetwork, true
 		me.Message = "the connection closed in the middle of the reply"
-	case errors.As(err, &urlErr), errors.As(err, &netErr):
+	case errors.As(err, &urlErr):
+		// Not urlErr.Error(): it quotes the whole request URL, whose path
+		// or query may carry a credential (a gateway token in the base
+		// URL); the server's origin says which server it was.
+		me.Kind, me.Retryable = ErrorNetwork, true
+		me.Message = fmt.Sprintf("could not talk to the model server at %s: %v", urlOrigin(urlErr.URL), urlErr.Err)
+	case errors.As(err, &netErr):
 		me.Kind, me.Retryable = ErrorNetwork, true
 		me.Message = "could not talk to the model server: " + err.Error()
 	default:
@@ -380,6 +394,16 @@ func (m *openaiModel) classifyRaw(sctx, parent context.Context, err error) *Mode
 		me.Message = "failed to send the request: " + err.Error()
 	}
 	return me
+}
+
+// urlOrigin returns the scheme and host of raw, without the path, query
+// and user info that may carry credentials.
+func urlOrigin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(its base URL)"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 func statusText(code int) string {

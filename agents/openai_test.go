@@ -230,6 +230,42 @@ func TestOpenAIRequestWire(t *testing.T) {
 	}
 }
 
+// TestOpenAIResponseSchema: a request with ResponseSchema asks for
+// structured output (response_format json_schema); one without sends none.
+func TestOpenAIResponseSchema(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text(`{"a":1}`), llmtest.Text("free"))
+	m := testModel(t, srv)
+	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}`)
+	req := &agents.Request{
+		Messages:       []agents.Message{{Role: agents.RoleUser, Content: "give a"}},
+		ResponseSchema: &agents.ResponseSchema{Name: "answer", Schema: schema, Strict: true},
+	}
+	if _, err := agents.Complete(t.Context(), m, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict bool            `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(srv.LastRequest(t).Body.Fields["response_format"], &rf); err != nil {
+		t.Fatalf("response_format: %v", err)
+	}
+	if rf.Type != "json_schema" || rf.JSONSchema.Name != "answer" || !rf.JSONSchema.Strict || string(rf.JSONSchema.Schema) != string(schema) {
+		t.Errorf("response_format = %+v", rf)
+	}
+	req.ResponseSchema = nil
+	if _, err := agents.Complete(t.Context(), m, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := srv.LastRequest(t).Body.Fields["response_format"]; ok {
+		t.Errorf("response_format sent without a schema: %s", f)
+	}
+}
+
 func TestOpenAIErrors(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -342,6 +378,31 @@ func TestOpenAICancelAndNetwork(t *testing.T) {
 			t.Errorf("error leaks the API key: %v", err)
 		}
 	})
+	t.Run("connection refused at a URL with a token", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		// Gateways take tokens in the path or the query of the base URL.
+		m, err := agents.NewModel(agents.ModelSpec{BaseURL: "http://" + addr + "/gw/pathtoken123/v1?q=querytoken456", Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = agents.Complete(t.Context(), m, userPrompt("hi"), nil)
+		var me *agents.ModelError
+		if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork {
+			t.Fatalf("error = %v, want a network *ModelError", err)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "pathtoken123") || strings.Contains(msg, "querytoken456") {
+			t.Errorf("error shows the base URL's path or query: %v", msg)
+		}
+		if !strings.Contains(msg, "http://"+addr) || !strings.Contains(msg, "connection refused") {
+			t.Errorf("error does not say which server failed how: %v", msg)
+		}
+	})
 	t.Run("server closed mid-stream", func(t *testing.T) {
 		srv := llmtest.NewServer(t, llmtest.Text("a", "b").WithChunkDelay(5*time.Second))
 		m := testModel(t, srv)
@@ -388,7 +449,10 @@ func TestNewModel(t *testing.T) {
 		{name: "echo", spec: agents.ModelSpec{Provider: "echo"}},
 		{name: "openai without model", spec: agents.ModelSpec{Provider: "openai"}, wantErr: "no model name"},
 		{name: "bad base url", spec: agents.ModelSpec{Model: "m", BaseURL: "localhost:11434"}, wantErr: "not an http(s) URL"},
-		{name: "unknown provider", spec: agents.ModelSpec{Provider: "anthropic", Model: "m"}, wantErr: `unknown provider "anthropic"`},
+		{name: "anthropic", spec: agents.ModelSpec{Provider: "anthropic", Model: "claude-sonnet-4-5"}},
+		{name: "anthropic without model", spec: agents.ModelSpec{Provider: "anthropic"}, wantErr: "no model name"},
+		{name: "anthropic bad base url", spec: agents.ModelSpec{Provider: "anthropic", Model: "m", BaseURL: "api.anthropic.com"}, wantErr: "not an http(s) URL"},
+		{name: "unknown provider", spec: agents.ModelSpec{Provider: "claude", Model: "m"}, wantErr: `unknown provider "claude"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -418,6 +482,19 @@ func TestModelSpecNeverShowsKey(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), `"api_key_set":true`) || spec.ContextWindow != agents.DefaultContextWindow || spec.BaseURL != agents.DefaultBaseURL {
 		t.Errorf("log = %s, spec = %v", b.String(), spec)
+	}
+
+	// A gateway token in the base URL's path or query is not shown either.
+	gw := agents.ModelSpec{Model: "m", BaseURL: "https://gw.example.org/acct-tok123/v1?k=qtok456"}.WithDefaults()
+	b.Reset()
+	l.Info().Object("model", gw).Msg("x")
+	for _, s := range []string{gw.String(), b.String(), sprintf("%+v", gw), sprintf("%#v", gw)} {
+		if strings.Contains(s, "tok123") || strings.Contains(s, "qtok456") {
+			t.Errorf("spec shows its base URL's path or query: %s", s)
+		}
+	}
+	if !strings.Contains(b.String(), `"base_url":"https://gw.example.org/…"`) {
+		t.Errorf("log = %s", b.String())
 	}
 }
 

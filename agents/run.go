@@ -60,6 +60,19 @@ type RunRequest struct {
 	// failed ones) with its trace entry, on Run's goroutine.
 	OnToolCall func(hooks.ToolTraceEntry)
 
+	// NeedsApproval, if set, says whether a call needs a person's approval
+	// by the operator's rules (tool_approval) and why. It is asked before
+	// the tool:before_call gates, which see the answer and may ask for
+	// approval too (ToolBeforeCallContext.RequireApproval).
+	NeedsApproval func(call hooks.ToolCall) (required bool, reason string)
+	// Approve decides a call that needs approval, after the gates allowed
+	// it: it blocks until a person (or a tool:approval_requested hook)
+	// decides or the deadline passes, and returns whether the call may run
+	// and a reason the model sees when it may not. Its error ends the turn
+	// (use it only when ctx ended). A call that needs approval while
+	// Approve is nil is denied: approval fails closed.
+	Approve func(ctx context.Context, req ApprovalRequest) (approved bool, reason string, err error)
+
 	// MaxToolIterations bounds how many rounds of tool calls one turn may
 	// make (default DefaultMaxToolIterations); a model that asks for more
 	// ends the turn with ErrToolIterations.
@@ -88,6 +101,25 @@ type RunResult struct {
 	FinishReason FinishReason
 	// ModelCalls counts the model calls of the turn.
 	ModelCalls int
+}
+
+// ApprovalRequest is a call waiting for a person's approval.
+type ApprovalRequest struct {
+	Call hooks.ToolCall
+	// CallID is the model's id of the call.
+	CallID string
+	// Reason says why the call needs approval (the rule's or the hook's).
+	Reason string
+}
+
+// DeniedResult is what the model sees for a call a person (or a hook, or
+// the deadline) did not approve.
+func DeniedResult(tool, reason string) string {
+	if strings.TrimSpace(reason) == "" {
+		reason = "no reason given"
+	}
+	return "[tool call denied]\nTool: " + tool + "\nThe call needed a person's approval and was not approved.\nReason: " + reason +
+		"\n\nDo not retry the same call unless the person asks; tell them what you could not do."
 }
 
 // DeclinedResult is what the model sees for a call a tool:before_call hook
@@ -217,15 +249,32 @@ func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 		entry.Error = "invalid arguments: not a JSON object"
 		content = toolErrorResult(tc.Name, "the arguments are not a valid JSON object; call the tool again with a JSON object that matches its parameters.")
 	default:
-		declined, reason, err := r.gate(ctx, hc)
+		var needs bool
+		var needsReason string
+		if r.req.NeedsApproval != nil {
+			needs, needsReason = r.req.NeedsApproval(hc)
+		}
+		g, err := r.gate(ctx, hc, needs, needsReason)
 		if err != nil {
 			return "", err
 		}
-		if declined {
+		if g.declined {
 			entry.Blocked = true
-			entry.Error = "declined: " + reason
-			content = DeclinedResult(tc.Name, reason)
+			entry.Error = "declined: " + g.reason
+			content = DeclinedResult(tc.Name, g.reason)
 			break
+		}
+		if g.needsApproval {
+			approved, reason, err := r.approve(ctx, ApprovalRequest{Call: hc, CallID: tc.ID, Reason: g.approvalReason})
+			if err != nil {
+				return "", err
+			}
+			if !approved {
+				entry.Blocked = true
+				entry.Error = "denied: " + reason
+				content = DeniedResult(tc.Name, reason)
+				break
+			}
 		}
 		start := time.Now()
 		out, err := r.invoke(ctx, tool, hc)
@@ -260,22 +309,43 @@ func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 	return content, nil
 }
 
-// gate emits tool:before_call. An emission that cannot run (recursion
-// limit) declines the call: the gates were not asked.
-func (r *runner) gate(ctx context.Context, hc hooks.ToolCall) (declined bool, reason string, err error) {
+// gateResult is what the tool:before_call gates decided.
+type gateResult struct {
+	declined       bool
+	reason         string
+	needsApproval  bool
+	approvalReason string
+}
+
+// gate emits tool:before_call; the hooks see whether a rule requires
+// approval already. An emission that cannot run (recursion limit) declines
+// the call: the gates were not asked.
+func (r *runner) gate(ctx context.Context, hc hooks.ToolCall, needs bool, needsReason string) (gateResult, error) {
 	if !r.req.Hooks.Has(hooks.ToolBeforeCall.Name()) {
-		return false, "", nil
+		return gateResult{needsApproval: needs, approvalReason: needsReason}, nil
 	}
-	bc := &hooks.ToolBeforeCallContext{ToolCall: hc}
+	bc := &hooks.ToolBeforeCallContext{ToolCall: hc, ApprovalRequired: needs, ApprovalReason: needsReason}
 	bc.CorrelationID = r.req.CorrelationID
 	if err := hooks.Emit(ctx, r.req.Hooks, hooks.ToolBeforeCall, bc); err != nil {
 		if ctx.Err() != nil {
-			return false, "", fmt.Errorf("failed to finish the turn during tool %s: %w", hc.Tool, context.Cause(ctx))
+			return gateResult{}, fmt.Errorf("failed to finish the turn during tool %s: %w", hc.Tool, context.Cause(ctx))
 		}
 		zerolog.Ctx(ctx).Warn().Err(err).Str("tool", hc.Tool).Msg("tool:before_call hooks could not run; declining the call")
-		return true, "the tool gates could not run (" + err.Error() + ")", nil
+		return gateResult{declined: true, reason: "the tool gates could not run (" + err.Error() + ")"}, nil
 	}
-	return bc.Declined, bc.DeclineReason, nil
+	return gateResult{declined: bc.Declined, reason: bc.DeclineReason, needsApproval: bc.ApprovalRequired, approvalReason: bc.ApprovalReason}, nil
+}
+
+// approve asks RunRequest.Approve; without one, the call is denied.
+func (r *runner) approve(ctx context.Context, req ApprovalRequest) (bool, string, error) {
+	if r.req.Approve == nil {
+		return false, "the call needs a person's approval, and nobody can approve calls here", nil
+	}
+	approved, reason, err := r.req.Approve(ctx, req)
+	if err != nil || ctx.Err() != nil {
+		return false, "", fmt.Errorf("failed to finish the turn while tool %s waited for approval: %w", req.Call.Tool, cmp.Or(context.Cause(ctx), err))
+	}
+	return approved, reason, nil
 }
 
 type toolOutcome struct {

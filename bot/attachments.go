@@ -163,8 +163,8 @@ func (t *turn) prepareAttachments(ctx context.Context) preparedAttachments {
 	if len(atts) == 0 {
 		return preparedAttachments{text: t.env.Body}
 	}
-	limits := t.b.w().cfg.Attachments
-	vision := t.b.w().specs[t.b.modelName(t.agent)].Vision
+	limits := t.w.cfg.Attachments
+	vision := t.w.specs[t.w.cfg.Agents[string(t.agent)].Model].Vision
 	var (
 		p       preparedAttachments
 		blocks  []string

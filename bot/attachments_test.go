@@ -229,7 +229,7 @@ func testTurn(t *testing.T, vision bool, content string, files map[string][]byte
 	}
 	ev := &event.Event{ID: "$msg", RoomID: "!room", Sender: "@alice:hs", Type: event.EventMessage, Content: c}
 	env := b.envelope(ev, c.AsMessage())
-	return &turn{b: b, ev: ev, env: env, agent: "helper", log: zerolog.Nop()}
+	return &turn{b: b, w: b.w(), ev: ev, env: env, agent: "helper", log: zerolog.Nop()}
 }
 
 func TestPrepareAttachments(t *testing.T) {

@@ -13,10 +13,13 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/approval"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/mcp"
 	"github.com/hookroom/hookroom/plugins"
+	"github.com/hookroom/hookroom/schedule"
 	"github.com/hookroom/hookroom/tracking"
 	tokens "github.com/hookroom/hookroom/usage" // "usage" is the CLI text in main.go
 )
@@ -72,16 +75,22 @@ type Bot struct {
 	// the world's rooms they outlive reloads.
 	invited invitedRooms
 
-	history      *agents.History
-	usage        *tokens.Store
-	turns        turnQueues
-	turnsByEvent turnIndex
-	syncs        syncLoops
-	typing       sync.WaitGroup // typing requests still running (see typingNotice)
-	reloadMu     sync.Mutex
+	history       *agents.History
+	usage         *tokens.Store
+	sched         *schedule.Store
+	schedRunner   *schedule.Runner
+	approvals     *approval.Store
+	approvalWaits approvalWaiters
+	turns         turnQueues
+	turnsByEvent  turnIndex
+	syncs         syncLoops
+	typing        sync.WaitGroup // typing requests still running (see typingNotice)
+	reloadMu      sync.Mutex
 
 	readyMu sync.Mutex
 	ready   map[id.UserID]bool
+
+	ops operations // metrics and the HTTP listener (operate.go)
 
 	// fetchMedia, when set, downloads attachments instead of the router
 	// account (unit tests).
@@ -104,6 +113,10 @@ type world struct {
 	plugins *plugins.Set // nil when Options.Registry replaced plugin loading
 	// tools are each agent's effective tools (resolveTools).
 	tools map[hooks.AgentName][]ToolInfo
+	// mcp is the MCP servers of cfg (nil: none loaded); mcpTools follows
+	// their tool lists (effectiveTools).
+	mcp      *mcp.Set
+	mcpTools mcpToolState
 }
 
 // w returns the world in service.
@@ -154,10 +167,23 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	if err := b.usage.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(err)
 	}
+	b.sched = schedule.NewStore(db.Database)
+	if err := b.sched.Upgrade(ctx); err != nil {
+		return nil, b.closeWith(err)
+	}
+	b.schedRunner = schedule.NewRunner(b.sched, b.fireSchedule)
+	b.schedRunner.Grace = b.scheduleGrace
+	b.approvals = approval.New(db.Database)
+	if err := b.approvals.Upgrade(ctx); err != nil {
+		return nil, b.closeWith(err)
+	}
 	if b.w().models, b.w().specs, err = buildModels(cfg); err != nil {
 		return nil, b.closeWith(err)
 	}
-	mx, err := matrixio.NewManager(matrixConfig(cfg), store)
+	b.ops.metrics = b.newMetrics()
+	mc := matrixConfig(cfg)
+	mc.Retry.Observer = retryObserver{b.ops.metrics}
+	mx, err := matrixio.NewManager(mc, store)
 	if err != nil {
 		return nil, b.closeWith(fmt.Errorf("failed to set up matrix accounts: %w", err))
 	}
@@ -167,6 +193,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 		return nil, b.closeWith(err)
 	}
 	b.live.Store(reg)
+	if b.w().mcp, err = b.loadMCP(ctx, cfg, nil, false); err != nil {
+		return nil, b.closeWith(err)
+	}
 	if err := applyTools(ctx, b.w()); err != nil {
 		return nil, b.closeWith(err)
 	}
@@ -184,6 +213,9 @@ func (b *Bot) closeWith(err error) error {
 func (b *Bot) Close() {
 	if w := b.w(); w != nil && w.plugins != nil {
 		_ = w.plugins.Close()
+	}
+	if w := b.w(); w != nil {
+		_ = w.mcp.Close()
 	}
 	if b.db != nil {
 		_ = b.db.Close()
@@ -235,6 +267,10 @@ func (b *Bot) Run(ctx context.Context) error {
 	ctx = b.log.WithContext(ctx)
 	defer b.db.Close()
 	defer b.mx.Close()
+	if err := b.startHTTP(ctx); err != nil {
+		return err
+	}
+	defer b.stopHTTP()
 	w := b.w()
 	start := time.Now()
 	if err := b.startAccounts(ctx, w, &world{}); err != nil {
@@ -251,11 +287,15 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.dispatch.replay(runCtx); err != nil {
 		return err
 	}
+	b.ops.running.Store(true) // readiness now waits for each account's first sync
 	b.syncs.start(runCtx, cancel)
 	for _, e := range b.w().accounts {
 		b.syncs.add(b, e)
 	}
 	go b.prune(runCtx)
+	setPresence(runCtx, b.w().accounts, event.PresenceOnline)
+	schedDone := make(chan struct{})
+	go func() { defer close(schedDone); b.runSchedules(runCtx) }()
 	var watchDone chan struct{}
 	if b.opts.Watch {
 		watchDone = make(chan struct{})
@@ -263,6 +303,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	b.log.Info().Int("accounts", len(b.w().accounts)).Int("rooms", len(b.w().rooms)).Msg("hookroom is running")
 	<-runCtx.Done()
+	<-schedDone
+	b.ops.stopping.Store(true) // not ready from here on
+	b.ops.running.Store(false)
 	if watchDone != nil {
 		<-watchDone
 	}
@@ -277,9 +320,11 @@ func (b *Bot) Run(ctx context.Context) error {
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer stopCancel()
 	b.emitLifecycle(stopCtx, hooks.AgentStopped, "shutdown")
+	setPresence(stopCtx, b.w().accounts, event.PresenceOffline)
 	if set := b.w().plugins; set != nil {
 		_ = set.Close()
 	}
+	_ = b.w().mcp.Close()
 	b.log.Info().Msg("hookroom stopped")
 	return b.syncs.err()
 }
@@ -289,9 +334,11 @@ func (b *Bot) Run(ctx context.Context) error {
 // prev whose agent keeps its username and display name.
 func (b *Bot) startAccounts(ctx context.Context, w, prev *world) error {
 	if b.router == nil {
-		router, err := b.mx.EnsureAccount(ctx, matrixio.AccountSpec{
-			Localpart: w.cfg.Matrix.Router.Username, DisplayName: w.cfg.Matrix.Router.DisplayName,
-		})
+		spec, err := routerSpec(w.cfg)
+		if err != nil {
+			return err
+		}
+		router, err := b.mx.EnsureAccount(ctx, spec)
 		if err != nil {
 			return fmt.Errorf("failed to start the router account: %w", err)
 		}
@@ -300,15 +347,25 @@ func (b *Bot) startAccounts(ctx context.Context, w, prev *world) error {
 	w.accounts[b.router.UserID()] = entity{name: hooks.RouterName, router: true, account: b.router}
 	for _, name := range w.cfg.AgentNames() {
 		a := w.cfg.Agents[name]
+		spec, err := agentSpec(w.cfg, name)
+		if err != nil {
+			return err
+		}
 		if old, ok := prev.agents[hooks.AgentName(name)]; ok {
 			pa := prev.cfg.Agents[name]
-			if pa.Username == a.Username && pa.DisplayName == a.DisplayName {
+			if pa.Username == a.Username && pa.Account == a.Account {
+				// The same account: only its profile may have changed.
+				if pa.DisplayName != a.DisplayName || pa.Avatar != a.Avatar {
+					if err := old.SetProfile(ctx, profileOf(spec)); err != nil {
+						return fmt.Errorf("failed to update the profile of agent %s: %w", name, err)
+					}
+				}
 				w.agents[hooks.AgentName(name)] = old
 				w.accounts[old.UserID()] = entity{name: hooks.AgentName(name), account: old}
 				continue
 			}
 		}
-		acct, err := b.mx.EnsureAccount(ctx, matrixio.AccountSpec{Localpart: a.Username, DisplayName: a.DisplayName})
+		acct, err := b.mx.EnsureAccount(ctx, spec)
 		if err != nil {
 			return fmt.Errorf("failed to start the account of agent %s: %w", name, err)
 		}

@@ -37,6 +37,8 @@ const helpText = `**hookroom** — talk to the agents of this room by mentioning
 Commands:
 - ` + "`!help`" + ` — this message
 - ` + "`!agents`" + ` — the agents in this room
+- ` + "`!schedule <when> <message>`" + ` — post a message later in this thread, for you: ` + "`in 10 minutes …`, `tomorrow at 9:00 …`, `every weekday at 9:00 …`, `every 15 minutes …`, `cron \"*/5 * * * *\" …`" + `
+- ` + "`!schedules`" + ` — this room's schedules; ` + "`!unschedule ID`" + ` cancels one (its creator or admins)
 - ` + "`!usage`" + ` — the tokens each agent used in this room today and this month, and yours today against your daily budget; ` + "`!usage all`" + ` for every room (admins)
 - ` + "`!hooks`" + ` — the hooks in service (admins)
 - ` + "`!reload-plugins`" + ` — reload config.yaml and restart every plugin (admins)`
@@ -45,6 +47,7 @@ Commands:
 // router (a direct message with an agent), as the room's agent.
 func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelope, cmd command) {
 	var reply string
+	thread := env.ThreadID
 	switch cmd.name {
 	case "help":
 		reply = helpText
@@ -67,6 +70,15 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 		} else {
 			reply = fmt.Sprintf("Reloaded in %s: %s.", logDuration(rep.Took), rep.Summary())
 		}
+	case "schedule":
+		// The answer starts the thread the schedule posts in.
+		thread = env.ResolvedThreadID
+		_, req, _ := strings.Cut(strings.TrimSpace(env.Body), " ")
+		reply = b.scheduleCommand(ctx, ev.RoomID, env.ResolvedThreadID, env.RequesterID, req)
+	case "schedules":
+		reply = b.schedulesCommand(ctx, ev.RoomID)
+	case "unschedule":
+		reply = b.unscheduleCommand(ctx, ev.RoomID, env.RequesterID, cmd.args)
 	case "usage":
 		admin := slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender)
 		reply = b.usageCommand(ctx, ev.RoomID, env.RequesterID, cmd.args, admin)
@@ -84,8 +96,8 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 		reply = fmt.Sprintf("Unknown command `!%s`. Try `!help`.", cmd.name)
 	}
 	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "command"), Notice: true}
-	if env.ThreadID != "" {
-		opts.ThreadRoot = env.ThreadID
+	if thread != "" {
+		opts.ThreadRoot = thread
 	} else {
 		opts.ReplyTo = ev.ID
 	}

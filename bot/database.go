@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	_ "github.com/lib/pq" // the PostgreSQL driver, registered as "postgres"
+	"github.com/rs/zerolog"
 	"go.mau.fi/util/dbutil"
 
 	"github.com/hookroom/hookroom/config"
@@ -131,6 +133,11 @@ func lockFile(path string) (unlock func(), err error) {
 	return func() { _ = f.Close() }, nil
 }
 
+// postgresLockWait is how long lockPostgres waits for a lock another session holds: the
+// session of a hookroom that was just killed ends a moment after the process (the server
+// notices the closed connection), and a restart right after a crash must not fail on it.
+var postgresLockWait = 10 * time.Second
+
 // lockPostgres takes hookroom's advisory lock on a connection it keeps until unlock. The
 // server drops it when that connection ends, so a crash leaves no stale lock.
 func lockPostgres(ctx context.Context, db *sql.DB) (unlock func(), err error) {
@@ -138,14 +145,30 @@ func lockPostgres(ctx context.Context, db *sql.DB) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to connect: %w", err)
 	}
-	var ok bool
-	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", lockKey).Scan(&ok); err != nil {
-		_ = conn.Close()
-		return nil, fmt.Errorf("failed to take the single-process lock: %w", err)
-	}
-	if !ok {
-		_ = conn.Close()
-		return nil, ErrDatabaseInUse
+	deadline := time.Now().Add(postgresLockWait)
+	for waited := false; ; waited = true {
+		var ok bool
+		if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", lockKey).Scan(&ok); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("failed to take the single-process lock: %w", err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = conn.Close()
+			return nil, ErrDatabaseInUse
+		}
+		if !waited {
+			zerolog.Ctx(ctx).Info().Dur("up_to", postgresLockWait).
+				Msg("another session holds hookroom's database lock; waiting in case it is a stopped hookroom's")
+		}
+		select {
+		case <-ctx.Done():
+			_ = conn.Close()
+			return nil, fmt.Errorf("failed to take the single-process lock: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	return func() {
 		// Unlocking by closing the session would need the pool to drop the connection;

@@ -6,7 +6,11 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/internal/pgtest"
@@ -16,6 +20,8 @@ import (
 // second refuses with ErrDatabaseInUse and names the database (never its password); once the
 // first is closed, the database opens again.
 func TestOpenDatabaseIsExclusive(t *testing.T) {
+	defer func(w time.Duration) { postgresLockWait = w }(postgresLockWait)
+	postgresLockWait = 300 * time.Millisecond
 	pg, err := url.Parse(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +78,48 @@ func TestOpenDatabaseIsExclusive(t *testing.T) {
 	}
 }
 
+// TestPostgresLockWaitsForAStoppedSession: a hookroom started right after
+// another stopped (a crash restart: the killed process's session ends a
+// moment later) waits for the lock instead of refusing to start.
+func TestPostgresLockWaitsForAStoppedSession(t *testing.T) {
+	defer func(w time.Duration) { postgresLockWait = w }(postgresLockWait)
+	postgresLockWait = 30 * time.Second
+	cfg := &config.Config{Database: config.Database{Type: config.DatabasePostgres, URI: config.Secret(pgtest.URL(t))}}
+	waiting := make(chan struct{})
+	var once sync.Once
+	log := zerolog.New(writerFunc(func(p []byte) (int, error) {
+		if strings.Contains(string(p), "waiting in case it is a stopped hookroom") {
+			once.Do(func() { close(waiting) })
+		}
+		return len(p), nil
+	}))
+	ctx := log.WithContext(context.Background())
+	first, err := OpenDatabase(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		second, err := OpenDatabase(ctx, cfg)
+		if err == nil {
+			_ = second.Close()
+		}
+		opened <- err
+	}()
+	// Once the second says it waits, the first goes away.
+	select {
+	case err := <-opened:
+		t.Fatalf("the second open returned while the first held the lock: %v", err)
+	case <-waiting:
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("the second open after the first closed: %v", err)
+	}
+}
+
 func TestRedactURI(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://hookroom:pw@db.example:5432/hookroom?sslmode=disable&password=x": "postgres://hookroom@db.example:5432/hookroom",
@@ -84,3 +132,7 @@ func TestRedactURI(t *testing.T) {
 		}
 	}
 }
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

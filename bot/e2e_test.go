@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -173,6 +175,8 @@ const (
 	childEnv      = "HOOKROOM_TEST_CHILD_CONFIG"
 	childSecret   = "HOOKROOM_TEST_CHILD_SECRET"
 	childKillMode = "HOOKROOM_TEST_CHILD_KILL"
+	// childLog, when set, makes the child log (info, JSON) to stderr.
+	childLog = "HOOKROOM_TEST_CHILD_LOG"
 )
 
 // runChild runs a bot from the config named by the environment and kills
@@ -181,7 +185,12 @@ const (
 func runChild() {
 	cfgPath := os.Getenv(childEnv)
 	secret := os.Getenv(childSecret)
-	ctx := context.Background()
+	// SIGTERM stops it in order, as it stops hookroom.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if os.Getenv(childLog) != "" {
+		ctx = zerolog.New(os.Stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger().WithContext(ctx)
+	}
 	cfg, err := loadConfigWithSecret(ctx, cfgPath, secret)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)

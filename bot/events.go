@@ -33,7 +33,7 @@ func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (
 	if e, managed := b.w().accounts[ev.Sender]; managed {
 		b.services.remember(ev, e)
 		if ev.Type == event.EventMessage {
-			if o, ok := hookOriginOf(ev); ok && o.kind == hooks.SourceHookDispatch {
+			if o, ok := hookOriginOf(ev); ok && (o.kind == hooks.SourceHookDispatch || o.kind == hooks.SourceScheduled) {
 				return b.handleHookMessage(ctx, ev, o, replayed)
 			}
 		}
@@ -117,9 +117,14 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 		log.Debug().Msg("ignoring an edit")
 		return false
 	}
+	if b.answerReply(ctx, ev, msg) {
+		log.Info().Msg("tool call approval answered by a reply")
+		return false
+	}
 	env := b.envelope(ev, msg)
-	candidates := b.agentsIn(ev.RoomID)
-	env.MentionedAgents = b.mentioned(msg, candidates)
+	w := b.w() // this message's world: routing and its turn see the same agents
+	candidates := b.agentsOf(w, ev.RoomID)
+	env.MentionedAgents = w.mentioned(msg, candidates)
 	// The agent is known before message:received when the message names
 	// it (a mention, the thread's agent, the only agent in the room);
 	// otherwise the router decides after the hooks ran.
@@ -144,16 +149,16 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 		b.runCommand(ctx, ev, env, cmd)
 		return false
 	}
-	decision, ok := b.route(ctx, ev, msg, env)
+	decision, ok := b.route(ctx, w, ev, msg, env)
 	if !ok {
 		log.Debug().Msg("no agent in this room; not answering")
 		return false
 	}
 	log.Info().Str("agent", string(decision.agent)).Str("why", decision.reason).Msg("routed")
 	if decision.reason == "router" || decision.reason == "fallback" {
-		b.handoff(ctx, ev, env, decision.agent)
+		b.handoff(ctx, w, ev, env, decision.agent)
 	}
-	b.startTurn(ctx, ev, env, decision.agent, reg, replayed)
+	b.startTurn(ctx, w, ev, env, decision.agent, reg, replayed)
 	return true
 }
 
@@ -216,6 +221,10 @@ func (b *Bot) handleReaction(ctx context.Context, ev *event.Event) {
 	}
 	rel := ev.Content.AsReaction().GetRelatesTo()
 	if rel == nil || rel.Type != event.RelAnnotation {
+		return
+	}
+	if b.answerCardReaction(ctx, ev, rel.EventID, rel.Key) {
+		zerolog.Ctx(ctx).Info().Msg("tool call approval answered by a reaction")
 		return
 	}
 	if rel.Key == stopKey {
@@ -342,12 +351,16 @@ type hookOrigin struct {
 func hookOriginOf(ev *event.Event) (hookOrigin, bool) {
 	raw := ev.Content.Raw
 	kind, _ := raw[keySourceKind].(string)
-	if kind != string(hooks.SourceHook) && kind != string(hooks.SourceHookDispatch) {
+	if kind != string(hooks.SourceHook) && kind != string(hooks.SourceHookDispatch) && kind != string(hooks.SourceScheduled) {
 		return hookOrigin{}, false
 	}
 	o := hookOrigin{kind: hooks.SourceKind(kind)}
 	o.source, _ = raw[keyHookSource].(string)
-	if d, ok := raw[keyDepth].(float64); ok && d >= 1 {
+	if o.kind == hooks.SourceScheduled {
+		// A schedule's message stands for its creator's own message: it
+		// starts a causal chain rather than continuing one.
+		o.depth = 0
+	} else if d, ok := raw[keyDepth].(float64); ok && d >= 1 {
 		o.depth = int(d)
 	} else {
 		o.depth = 1
@@ -376,6 +389,8 @@ func (b *Bot) hookRequester(ev *event.Event, o hookOrigin) (requester id.UserID,
 // synthetic hop (depth 1) runs message:received, without the plugin whose
 // message:received hook sent it, and may reach an agent; deeper hops are
 // recorded but not dispatched, which stops feedback loops between hooks.
+// A schedule's message (source kind scheduled, depth 0) takes the same
+// path on behalf of the schedule's creator, who must still be authorized.
 func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrigin, replayed bool) bool {
 	log := zerolog.Ctx(ctx).With().Str("hook_source", o.source).Int("depth", o.depth).Logger()
 	ctx = log.WithContext(hooks.WithDepth(ctx, o.depth))
@@ -411,11 +426,12 @@ func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrig
 			return false
 		}
 	}
-	decision, ok := b.route(ctx, ev, msg, env)
+	w := b.w()
+	decision, ok := b.route(ctx, w, ev, msg, env)
 	if !ok {
 		return false
 	}
 	log.Info().Str("agent", string(decision.agent)).Str("why", decision.reason).Msg("dispatching a hook message")
-	b.startTurn(ctx, ev, env, decision.agent, reg, replayed)
+	b.startTurn(ctx, w, ev, env, decision.agent, reg, replayed)
 	return true
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // Process plugins that crash on every call, hang, print garbage, flood
-// stderr or answer late cost a turn at most their hook deadline: every
+// stderr or answer late cost a turn at most their hook deadline (3 s, so
+// that the well-behaved calls make it on a loaded machine): every
 // turn is answered, the server stays up, and the log names the plugin.
 func TestFaultyProcessPluginsDoNotStopTurns(t *testing.T) {
 	faults := []string{"crash", "hang", "garbage", "flood", "late"}
@@ -52,8 +53,9 @@ func TestFaultyProcessPluginsDoNotStopTurns(t *testing.T) {
 		start := time.Now()
 		prompt := e.askAndWait(fmt.Sprintf("question %d", turn))
 		// All enrich hooks run concurrently: the turn waits for the
-		// slowest deadline (300 ms + grace), not for the faults.
-		if took := time.Since(start); took > 5*time.Second {
+		// slowest deadline (3 s + grace), not for the faults (the hang
+		// lasts 30 s).
+		if took := time.Since(start); took > 20*time.Second {
 			t.Errorf("turn %d reached the model after %v", turn, took)
 		}
 		// Garbage on stdout and a stderr flood do not fail the hook;

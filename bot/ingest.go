@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
@@ -126,11 +127,14 @@ type dispatcher struct {
 	// redactedIDs are events whose redaction was recorded and is not
 	// handled yet: if they are still queued, they are skipped.
 	redactedIDs map[id.EventID]struct{}
-	wg          sync.WaitGroup
+	// arrived holds when each queued event was queued (its turn's
+	// latencies are measured from then).
+	arrived map[id.EventID]time.Time
+	wg      sync.WaitGroup
 }
 
 func newDispatcher(b *Bot) *dispatcher {
-	return &dispatcher{b: b, queues: map[id.RoomID]chan *event.Event{}, redactedIDs: map[id.EventID]struct{}{}}
+	return &dispatcher{b: b, queues: map[id.RoomID]chan *event.Event{}, redactedIDs: map[id.EventID]struct{}{}, arrived: map[id.EventID]time.Time{}}
 }
 
 // redacted notes that target was redacted. handleSync calls it before it
@@ -176,6 +180,7 @@ func (d *dispatcher) replay(ctx context.Context) error {
 	if len(pending) > 0 {
 		zerolog.Ctx(ctx).Info().Int("events", len(pending)).Msg("replaying events left unhandled by the last run")
 	}
+	d.b.ops.metrics.Replayed(len(pending))
 	d.mu.Lock()
 	d.replayed = make(map[id.EventID]struct{}, len(pending))
 	for _, ev := range pending {
@@ -197,6 +202,7 @@ func (d *dispatcher) enqueue(ev *event.Event) {
 		d.wg.Add(1)
 		go d.work(q)
 	}
+	d.arrived[ev.ID] = time.Now()
 	d.mu.Unlock()
 	select {
 	case q <- ev:
@@ -219,7 +225,7 @@ func (d *dispatcher) work(q chan *event.Event) {
 func (d *dispatcher) handle(ev *event.Event) {
 	ctx := d.ctx
 	log := zerolog.Ctx(ctx).With().Stringer("event_id", ev.ID).Stringer("room_id", ev.RoomID).Logger()
-	ctx = log.WithContext(ctx)
+	ctx = withArrival(log.WithContext(ctx), d.arrival(ev.ID))
 	async := false
 	func() {
 		defer func() {
@@ -242,6 +248,15 @@ func (d *dispatcher) handle(ev *event.Event) {
 	if err := d.b.track.MarkHandled(context.WithoutCancel(ctx), ev.ID); err != nil {
 		log.Error().Err(err).Msg("failed to mark event handled; it will be replayed")
 	}
+}
+
+// arrival returns (and forgets) when evID was queued.
+func (d *dispatcher) arrival(evID id.EventID) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at := d.arrived[evID]
+	delete(d.arrived, evID)
+	return at
 }
 
 // replaying reports whether evID came from the last run's unhandled events.

@@ -236,6 +236,10 @@ func TestInviteFromUnauthorizedPersonIsDeclined(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the agent joined alice's room", func() bool {
 		return membership(e.person, e.room, helper) == event.MembershipJoin
 	})
+	// The room is remembered right after the join returns: wait for it.
+	waitUntil(t, 10*time.Second, "alice's room is remembered", func() bool {
+		return len(e.bot.bot.invited.all()) > 0
+	})
 	if got := e.bot.bot.invited.all(); len(got) != 1 || got[0].RoomID != e.room || got[0].IsDirect {
 		t.Errorf("invited rooms %+v, want only alice's room, not direct", got)
 	}

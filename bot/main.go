@@ -124,6 +124,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		b.Close()
+		if err := checkAccounts(cfg); err != nil {
+			printErrors(stderr, err)
+			return 1
+		}
 		fmt.Fprintf(stdout, "%s is valid: %d agents, %d rooms, %d plugins\n", cfg.Path, len(cfg.Agents), len(cfg.Rooms), len(cfg.Plugins))
 		return 0
 	case "hooks":

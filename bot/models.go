@@ -14,7 +14,7 @@ func buildModels(cfg *config.Config) (map[string]agents.Model, map[string]agents
 	for name, m := range cfg.Models {
 		spec := agents.ModelSpec{
 			Provider: string(m.Provider), BaseURL: m.BaseURL, APIKey: m.APIKey.Reveal(),
-			Model: m.Model, ContextWindow: m.ContextWindow, Vision: m.Vision,
+			Model: m.Model, MaxTokens: m.MaxTokens, ContextWindow: m.ContextWindow, Vision: m.Vision,
 		}.WithDefaults()
 		model, err := agents.NewModel(spec)
 		if err != nil {

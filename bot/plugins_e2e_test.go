@@ -1,19 +1,24 @@
 package bot
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/hookroom/hookroom/admin"
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/metrics/metricstest"
 )
 
 // copyDir copies the files of src (not recursive) into dst.
@@ -62,7 +67,7 @@ func TestProcessPluginsOnRealTurns(t *testing.T) {
 
 	e.person = e.hs.RegisterUser(t, "alice")
 	e.room = createRoom(t, e.person, e.userID("router"), e.userID("helper"))
-	e.cfg = e.body("plugins:\n  - ./plugins/pyall\n  - ./plugins/goall\n", "    tools: [room_info, current_time]\n")
+	e.cfg = e.body("plugins:\n  - ./plugins/pyall\n  - ./plugins/goall\n", "    tools: [room_info, current_time]\n") + httpYAML
 	cfg := e.config(e.cfg)
 	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &e.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
 	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
@@ -124,5 +129,33 @@ func TestProcessPluginsOnRealTurns(t *testing.T) {
 	}
 	if want := agents.DeclinedResult("current_time", "go says no"); lastTool != want {
 		t.Errorf("after the second call the model saw %q, want %q", lastTool, want)
+	}
+
+	// The admin API and the metrics see both processes running.
+	base := "http://" + b.HTTPAddr()
+	code, body, _ := call(t, "GET", base+"/api/v1/plugins", testAdminToken)
+	var listed []admin.Plugin
+	if err := json.Unmarshal(body, &listed); code != 200 || err != nil {
+		t.Fatalf("/api/v1/plugins = %d %s (%v)", code, body, err)
+	}
+	_, body, _ = call(t, "GET", base+"/metrics", "")
+	fams, err := metricstest.Parse(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pyall", "goall"} {
+		i := slices.IndexFunc(listed, func(p admin.Plugin) bool { return p.Name == name })
+		if i < 0 || listed[i].Kind != "process" || listed[i].State != "running" || listed[i].PID == 0 || listed[i].Restarts != 0 || len(listed[i].Hooks) == 0 {
+			t.Errorf("plugin %s listed as %+v, want a running process", name, listed)
+		}
+		if v, ok, _ := fams.Value("hookroom_plugin_process_state", metricstest.Labels{"plugin": name, "state": "running"}); !ok || v != 1 {
+			t.Errorf("hookroom_plugin_process_state{plugin=%s,state=running} = %v, %v", name, v, ok)
+		}
+		if v, ok, _ := fams.Value("hookroom_plugin_process_restarts_total", metricstest.Labels{"plugin": name}); !ok || v != 0 {
+			t.Errorf("hookroom_plugin_process_restarts_total{plugin=%s} = %v, %v", name, v, ok)
+		}
+		if got := fams.Sum("hookroom_hook_runs_total", metricstest.Labels{"plugin": name}); got < 4 {
+			t.Errorf("plugin %s: %v hook runs counted, want its hooks' runs of the turn", name, got)
+		}
 	}
 }

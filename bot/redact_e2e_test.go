@@ -263,7 +263,7 @@ func TestRedactedBeforeTheTurn(t *testing.T) {
 		}
 		h := e.history(q1)
 		if len(h) != 4 || slices.ContainsFunc(h, func(m agents.Message) bool { return strings.Contains(m.Content, "bank PIN") }) {
-			t.Errorf("thread history %q, want the first and third turns only", h)
+			t.Errorf("thread history %+v, want the first and third turns only", h)
 		}
 		if e.inboxHolds(q2, "bank PIN") {
 			t.Error("the inbox still holds the redacted text")
@@ -318,7 +318,7 @@ func TestRedactedAfterTheAnswer(t *testing.T) {
 	e.waitUntil("the answer is redacted", func() bool { return e.redacted(answer) })
 	e.waitUntil("the redaction is handled", func() bool { return !e.pending(red) })
 	if h := e.history(q); len(h) != 0 {
-		t.Errorf("history after the redaction: %q", h)
+		t.Errorf("history after the redaction: %+v", h)
 	}
 	// A follow-up in the same thread reaches the model without it.
 	e.say("what did I tell you?", q)

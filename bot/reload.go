@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/config"
@@ -20,6 +21,9 @@ import (
 type ReloadReport struct {
 	Config  config.Changes
 	Plugins []string // "added audit_log", "restarted geo", …
+	// MCP says what happened to the MCP servers: "started files",
+	// "restarted github", "stopped old".
+	MCP []string
 	// NeedsRestart lists changes that only take effect after a restart.
 	NeedsRestart []string
 	Took         time.Duration
@@ -59,13 +63,18 @@ func (r ReloadReport) Summary() string {
 			parts = append(parts, "plugin order")
 		}
 	}
+	if len(r.MCP) > 0 {
+		parts = append(parts, "mcp_servers: "+strings.Join(r.MCP, ", "))
+	} else {
+		list("mcp_servers", c.MCPServersAdded, c.MCPServersRemoved, c.MCPServersChanged)
+	}
 	for _, f := range []struct {
 		set  bool
 		name string
 	}{
-		{c.Models, "models"}, {c.Router, "router"}, {c.Authorization, "authorization"},
+		{c.Models, "models"}, {c.Router, "router"}, {c.RouterProfile, "router profile"}, {c.Authorization, "authorization"},
 		{c.Defaults, "defaults"}, {c.Hooks, "hooks"}, {c.Attachments, "attachments"},
-		{c.Usage, "usage"},
+		{c.Usage, "usage"}, {c.Schedules, "schedules"}, {c.ToolApproval, "tool_approval"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)
@@ -80,7 +89,7 @@ func (r ReloadReport) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
-// Reload reads config.yaml again and applies it while hookroom runs: it
+// reload reads config.yaml again and applies it while hookroom runs: it
 // builds the new plugin set and hook registry (reusing unchanged plugin
 // processes; force restarts them all), starts the accounts of new agents
 // and stops removed ones, provisions rooms, swaps the configuration and the
@@ -88,7 +97,7 @@ func (r ReloadReport) Summary() string {
 // that does not load or validate changes nothing: the error names
 // file:line and the running configuration stays in service. Turns in
 // flight finish on the registry they started with.
-func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
+func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	b.reloadMu.Lock()
 	defer b.reloadMu.Unlock()
 	start := time.Now()
@@ -100,7 +109,10 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 	rep := ReloadReport{Config: config.Diff(old.cfg, cfg)}
 	if rep.Config.Matrix {
 		rep.NeedsRestart = append(rep.NeedsRestart, "matrix")
+		// The router's profile is applied all the same.
+		r := cfg.Matrix.Router
 		cfg.Matrix = old.cfg.Matrix
+		cfg.Matrix.Router.DisplayName, cfg.Matrix.Router.Avatar = r.DisplayName, r.Avatar
 	}
 	if rep.Config.Storage {
 		rep.NeedsRestart = append(rep.NeedsRestart, "data_dir/database")
@@ -109,11 +121,15 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 	if rep.Config.Log {
 		rep.NeedsRestart = append(rep.NeedsRestart, "log")
 	}
+	if rep.Config.HTTPListen {
+		rep.NeedsRestart = append(rep.NeedsRestart, "http.listen")
+		cfg.HTTP.Listen = old.cfg.HTTP.Listen
+	}
 
 	next := &world{
 		cfg: cfg, agents: map[hooks.AgentName]*matrixio.Account{}, accounts: maps.Clone(old.accounts),
 		rooms: map[string]id.RoomID{}, joined: map[hooks.AgentName][]id.RoomID{},
-		models: old.models, specs: old.specs, plugins: old.plugins,
+		models: old.models, specs: old.specs, plugins: old.plugins, mcp: old.mcp,
 	}
 	if rep.Config.Models {
 		if next.models, next.specs, err = buildModels(cfg); err != nil {
@@ -131,6 +147,13 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 		next.plugins, reg = set, r
 		rep.Plugins = set.Changes(old.plugins)
 	}
+	// MCP servers: unchanged ones carried over running, the others started
+	// (a server that does not start is a warning, not a failed reload).
+	if next.mcp, err = b.loadMCP(ctx, cfg, old.mcp, force); err != nil {
+		b.discard(next, old)
+		return rep, fmt.Errorf("failed to reload: %w", err)
+	}
+	rep.MCP = next.mcp.Changes(old.mcp)
 	if err := applyTools(ctx, next); err != nil {
 		b.discard(next, old)
 		return rep, fmt.Errorf("failed to reload: %w", err)
@@ -153,6 +176,13 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 		next.agents, next.accounts, next.rooms, next.joined = old.agents, old.accounts, old.rooms, old.joined
 	}
 
+	if rep.Config.RouterProfile && b.router != nil {
+		if err := b.setRouterProfile(ctx, cfg); err != nil {
+			b.discard(next, old)
+			return rep, fmt.Errorf("failed to reload: %w", err)
+		}
+	}
+
 	// Swap: from here on new events see the new configuration and hooks.
 	b.state.Store(next)
 	if reg != nil {
@@ -163,16 +193,21 @@ func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 		if _, kept := next.accounts[user]; !kept {
 			b.emitLifecycleFor(ctx, hooks.AgentStopped, e, "removed from config.yaml")
 			b.syncs.remove(user)
+			e.account.SetPresence(ctx, event.PresenceOffline)
 		}
 	}
 	for user, e := range next.accounts {
 		if _, had := old.accounts[user]; !had {
 			b.emitLifecycleFor(ctx, hooks.AgentStarted, e, "")
 			b.syncs.add(b, e)
+			e.account.SetPresence(ctx, event.PresenceOnline)
 		}
 	}
 	if old.plugins != nil && old.plugins != next.plugins {
 		_ = old.plugins.Close() // stops only what the new set does not use
+	}
+	if old.mcp != next.mcp {
+		_ = old.mcp.Close() // likewise
 	}
 	b.emitReloaded(ctx, rep)
 	zerolog.Ctx(ctx).Info().Str("changes", rep.Summary()).Str("took", logDuration(rep.Took)).Msg("configuration reloaded")
@@ -191,6 +226,9 @@ func (b *Bot) reloadAndLog(ctx context.Context) {
 func (b *Bot) discard(next, old *world) {
 	if next.plugins != nil && next.plugins != old.plugins {
 		_ = next.plugins.Close()
+	}
+	if next.mcp != old.mcp {
+		_ = next.mcp.Close()
 	}
 }
 

@@ -20,8 +20,10 @@ import (
 
 // agentsIn returns the agents in room, by name: those config.yaml puts
 // there and those that joined it on a person's invite.
-func (b *Bot) agentsIn(room id.RoomID) []hooks.AgentName {
-	w := b.w()
+func (b *Bot) agentsIn(room id.RoomID) []hooks.AgentName { return b.agentsOf(b.w(), room) }
+
+// agentsOf is agentsIn in the world w.
+func (b *Bot) agentsOf(w *world, room id.RoomID) []hooks.AgentName {
 	var out []hooks.AgentName
 	for _, name := range w.cfg.AgentNames() {
 		n := hooks.AgentName(name)
@@ -34,10 +36,9 @@ func (b *Bot) agentsIn(room id.RoomID) []hooks.AgentName {
 	return out
 }
 
-// mentioned returns the agents a message addresses (see mentionedAgents),
-// read from one snapshot of the world.
-func (b *Bot) mentioned(msg *event.MessageEventContent, candidates []hooks.AgentName) []hooks.AgentName {
-	w := b.w()
+// mentioned returns the agents of the world w a message addresses (see
+// mentionedAgents).
+func (w *world) mentioned(msg *event.MessageEventContent, candidates []hooks.AgentName) []hooks.AgentName {
 	return mentionedAgents(w.cfg, func(name hooks.AgentName) id.UserID {
 		if acct := w.agents[name]; acct != nil {
 			return acct.UserID()
@@ -121,13 +122,16 @@ type routeDecision struct {
 // route picks the agent that answers: an explicit mention; the agent that
 // already answers this thread; the only agent in the room; otherwise the
 // router's model (and, when it cannot decide, the first agent by name).
-func (b *Bot) route(ctx context.Context, ev *event.Event, msg *event.MessageEventContent, env hooks.Envelope) (routeDecision, bool) {
-	candidates := b.agentsIn(ev.RoomID)
+//
+// w is the world the caller read once for this event: routing and the turn
+// it starts see the same agents even when a reload swaps the world meanwhile.
+func (b *Bot) route(ctx context.Context, w *world, ev *event.Event, msg *event.MessageEventContent, env hooks.Envelope) (routeDecision, bool) {
+	candidates := b.agentsOf(w, ev.RoomID)
 	if len(candidates) == 0 {
 		return routeDecision{}, false
 	}
 	if len(env.MentionedAgents) == 0 {
-		env.MentionedAgents = b.mentioned(msg, candidates)
+		env.MentionedAgents = w.mentioned(msg, candidates)
 	}
 	if d, ok := b.preRoute(ctx, env, candidates); ok {
 		return d, true
@@ -137,7 +141,7 @@ func (b *Bot) route(ctx context.Context, ev *event.Event, msg *event.MessageEven
 		caption, atts := attachmentsOf(msg)
 		text = routerText(caption, atts)
 	}
-	if name, ok := b.askRouter(ctx, text, candidates); ok {
+	if name, ok := b.askRouter(ctx, w, text, candidates); ok {
 		return routeDecision{name, "router"}, true
 	}
 	return routeDecision{candidates[0], "fallback"}, true
@@ -162,14 +166,14 @@ func (b *Bot) preRoute(ctx context.Context, env hooks.Envelope, candidates []hoo
 }
 
 // askRouter asks the router's model which agent should answer.
-func (b *Bot) askRouter(ctx context.Context, body string, candidates []hooks.AgentName) (hooks.AgentName, bool) {
-	model, ok := b.w().models[b.w().cfg.Router.Model]
-	if !ok || b.w().specs[b.w().cfg.Router.Model].Provider == agents.ProviderEcho {
+func (b *Bot) askRouter(ctx context.Context, w *world, body string, candidates []hooks.AgentName) (hooks.AgentName, bool) {
+	model, ok := w.models[w.cfg.Router.Model]
+	if !ok || w.specs[w.cfg.Router.Model].Provider == agents.ProviderEcho {
 		return "", false
 	}
 	var list strings.Builder
 	for _, name := range candidates {
-		a := b.w().cfg.Agents[string(name)]
+		a := w.cfg.Agents[string(name)]
 		fmt.Fprintf(&list, "- %s: %s\n", name, strings.TrimSpace(cmpOr(a.Role, a.DisplayName, string(name))))
 	}
 	req := &agents.Request{Messages: []agents.Message{
@@ -207,12 +211,12 @@ func agentNamedIn(answer string, candidates []hooks.AgentName) (hooks.AgentName,
 }
 
 // handoff posts the router's visible note that an agent takes over.
-func (b *Bot) handoff(ctx context.Context, ev *event.Event, env hooks.Envelope, agent hooks.AgentName) {
+func (b *Bot) handoff(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, agent hooks.AgentName) {
 	if !b.routerIn(ev.RoomID) {
 		return // a room agents joined on invites, without the router
 	}
-	acct := b.w().agents[agent]
-	a := b.w().cfg.Agents[string(agent)]
+	acct := w.agents[agent]
+	a := w.cfg.Agents[string(agent)]
 	text := fmt.Sprintf("Handing this to [%s](https://matrix.to/#/%s).", cmpOr(a.DisplayName, string(agent)), acct.UserID())
 	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "handoff"), Notice: true, Mentions: []id.UserID{acct.UserID()}}
 	if env.ResolvedThreadID != "" {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -182,5 +184,19 @@ func TestUserError(t *testing.T) {
 				t.Errorf("userError = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStartTurnWithoutTheAgentsAccount: a turn starts from the world its
+// message was routed in; an agent without an account there is refused with
+// a log line, never a nil account that panics later.
+func TestStartTurnWithoutTheAgentsAccount(t *testing.T) {
+	b := offlineBot(t, "")
+	w := b.w()
+	var log strings.Builder
+	ctx := zerolog.New(&log).WithContext(context.Background())
+	b.startTurn(ctx, w, &event.Event{ID: "$m", RoomID: "!r:example.org"}, hooks.Envelope{}, "gone", nil, false)
+	if !strings.Contains(log.String(), "the routed agent has no account") {
+		t.Errorf("log %q, want the refusal", log.String())
 	}
 }

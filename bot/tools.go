@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/mcp"
 	"github.com/hookroom/hookroom/plugins"
 )
 
@@ -20,18 +22,21 @@ import (
 const SourceBuiltin = "builtin"
 
 // SourceMCPPrefix starts the source of an MCP server's tools
-// ("mcp:github/create_issue"). MCP servers are not supported yet; the
-// prefix is reserved so that patterns written for them keep their meaning.
-const SourceMCPPrefix = "mcp:"
+// ("mcp:github/create_issue"): mcp_servers in config.yaml.
+const SourceMCPPrefix = mcp.SourcePrefix
 
 // ToolInfo describes one tool an agent may call.
 type ToolInfo struct {
 	// Name is the tool's name as the model sees it; unique among an agent's
 	// tools.
 	Name string `json:"name"`
-	// Source is "builtin" or the name of the plugin offering the tool.
+	// Source is "builtin", the name of the plugin offering the tool, or
+	// "mcp:SERVER" for an MCP server's tool.
 	Source      string `json:"source"`
 	Description string `json:"description"`
+	// Parameters is the JSON Schema of an MCP tool's arguments (plugins'
+	// tools carry theirs themselves).
+	Parameters json.RawMessage `json:"-"`
 }
 
 // Qualified returns the tool's qualified name, SOURCE/NAME.
@@ -47,6 +52,7 @@ type AgentTools struct {
 // order their agents.<name>.tools entries select them).
 func (b *Bot) Tools() []AgentTools {
 	w := b.w()
+	tools := w.effectiveTools(&b.log)
 	names := make([]string, 0, len(w.cfg.Agents))
 	for name := range w.cfg.Agents {
 		names = append(names, name)
@@ -55,14 +61,15 @@ func (b *Bot) Tools() []AgentTools {
 	out := make([]AgentTools, 0, len(names))
 	for _, name := range names {
 		a := hooks.AgentName(name)
-		out = append(out, AgentTools{Agent: a, Tools: slices.Clone(w.tools[a])})
+		out = append(out, AgentTools{Agent: a, Tools: slices.Clone(tools[a])})
 	}
 	return out
 }
 
 // toolCatalog lists every tool an agent could be given: the built-ins,
-// then the plugins' tools in config order.
-func toolCatalog(set *plugins.Set) []ToolInfo {
+// the plugins' tools in config order, then the MCP servers' tools (by
+// server name) as they list them now.
+func toolCatalog(set *plugins.Set, servers *mcp.Set) []ToolInfo {
 	var cat []ToolInfo
 	for _, s := range agents.BuiltinTools() {
 		cat = append(cat, ToolInfo{Name: s.Name, Source: SourceBuiltin, Description: s.Description})
@@ -72,6 +79,9 @@ func toolCatalog(set *plugins.Set) []ToolInfo {
 			cat = append(cat, ToolInfo{Name: t.Name, Source: t.Plugin, Description: t.Description})
 		}
 	}
+	for _, t := range servers.Tools() {
+		cat = append(cat, ToolInfo{Name: t.Name, Source: t.Source(), Description: t.Description, Parameters: t.Parameters})
+	}
 	return cat
 }
 
@@ -80,18 +90,24 @@ func toolCatalog(set *plugins.Set) []ToolInfo {
 // names, or, when it holds a "/", against their qualified names
 // SOURCE/NAME. Problems are a config.ErrorList with the entries' file:line:
 // an exact name that is no tool, a pattern whose source part matches no
-// source (builtin, an enabled plugin), a pattern without a source that
-// matches nothing, and two selected tools with the same name. A SOURCE/GLOB
-// pattern whose source exists but offers no matching tool is only a
-// warning: a provider's tool list may change (a plugin under development,
-// an MCP server's tools/list_changed).
-func resolveTools(cfg *config.Config, set *plugins.Set) (map[hooks.AgentName][]ToolInfo, []string, error) {
-	cat := toolCatalog(set)
+// source (builtin, an enabled plugin, mcp:SERVER of an enabled MCP
+// server), a pattern without a source that matches nothing, and two
+// selected tools with the same name. A SOURCE/GLOB pattern whose source
+// exists but offers no matching tool is only a warning: a provider's tool
+// list may change (a plugin under development, an MCP server's
+// tools/list_changed); for an MCP server that is true of exact names too
+// (the server may be down right now). The map holds every agent's tools
+// even when there are problems (without the problematic selections).
+func resolveTools(cfg *config.Config, set *plugins.Set, servers *mcp.Set) (map[hooks.AgentName][]ToolInfo, []string, error) {
+	cat := toolCatalog(set, servers)
 	sources := []string{SourceBuiltin}
 	if set != nil {
 		for _, p := range set.Plugins() {
 			sources = append(sources, p.Name)
 		}
+	}
+	for _, name := range servers.Names() {
+		sources = append(sources, SourceMCPPrefix+name)
 	}
 	var errs config.ErrorList
 	var warnings []string
@@ -125,7 +141,7 @@ func resolveTools(cfg *config.Config, set *plugins.Set) (map[hooks.AgentName][]T
 	}
 	if len(errs) > 0 {
 		slices.SortStableFunc(errs, func(a, b *config.Error) int { return a.Line - b.Line })
-		return nil, warnings, errs
+		return out, warnings, errs
 	}
 	slices.Sort(warnings)
 	return out, warnings, nil
@@ -164,9 +180,11 @@ func matchTools(entry string, cat []ToolInfo, sources []string) (matched []ToolI
 	}
 	switch {
 	case !srcMatched && strings.HasPrefix(srcPat, SourceMCPPrefix):
-		return nil, fmt.Sprintf("%q: no MCP server matches %q (MCP servers are not supported yet); tool sources: %s", entry, srcPat, strings.Join(sources, ", ")), ""
+		return nil, fmt.Sprintf("%q: no MCP server matches %q (mcp_servers lists them; a disabled one offers no tools); tool sources: %s", entry, srcPat, strings.Join(sources, ", ")), ""
 	case !srcMatched:
 		return nil, fmt.Sprintf("%q: no tool source matches %q; tool sources are %s (builtin and the enabled plugins)", entry, srcPat, strings.Join(sources, ", ")), ""
+	case strings.HasPrefix(srcPat, SourceMCPPrefix):
+		return nil, "", fmt.Sprintf("%q selects no tool right now (the MCP server offers none that match, or has not listed its tools yet); %s", entry, knownTools(cat))
 	case !config.IsToolPattern(toolPat):
 		return nil, fmt.Sprintf("unknown tool %q: %s", entry, knownTools(cat)), ""
 	}
@@ -175,25 +193,34 @@ func matchTools(entry string, cat []ToolInfo, sources []string) (matched []ToolI
 
 // knownTools describes the catalog for an error message.
 func knownTools(cat []ToolInfo) string {
-	var builtin, plugin []string
+	var builtin, plugin, fromMCP []string
 	for _, t := range cat {
-		if t.Source == SourceBuiltin {
+		switch {
+		case t.Source == SourceBuiltin:
 			builtin = append(builtin, t.Name)
-		} else {
+		case strings.HasPrefix(t.Source, SourceMCPPrefix):
+			fromMCP = append(fromMCP, t.Qualified())
+		default:
 			plugin = append(plugin, t.Qualified())
 		}
 	}
 	s := "built-in tools are " + strings.Join(builtin, ", ")
 	if len(plugin) == 0 {
-		return s + "; no enabled plugin offers tools"
+		s += "; no enabled plugin offers tools"
+	} else {
+		s += "; plugin tools are " + strings.Join(plugin, ", ")
 	}
-	return s + "; plugin tools are " + strings.Join(plugin, ", ")
+	if len(fromMCP) > 0 {
+		s += "; MCP tools are " + strings.Join(fromMCP, ", ")
+	}
+	return s
 }
 
 // applyTools resolves the tools of w's configuration into w, logging the
 // warnings.
 func applyTools(ctx context.Context, w *world) error {
-	tools, warnings, err := resolveTools(w.cfg, w.plugins)
+	version := w.mcp.Version()
+	tools, warnings, err := resolveTools(w.cfg, w.plugins, w.mcp)
 	for _, msg := range warnings {
 		zerolog.Ctx(ctx).Warn().Msg(msg)
 	}
@@ -201,6 +228,7 @@ func applyTools(ctx context.Context, w *world) error {
 		return err
 	}
 	w.tools = tools
+	w.mcpTools.version = version
 	return nil
 }
 
@@ -208,12 +236,19 @@ func applyTools(ctx context.Context, w *world) error {
 func (b *Bot) toolsFor(agent hooks.AgentName) *agents.Toolset {
 	w := b.w()
 	var tools []agents.Tool
-	for _, info := range w.tools[agent] {
+	for _, info := range w.effectiveTools(&b.log)[agent] {
 		switch {
+		case strings.HasPrefix(info.Source, SourceMCPPrefix):
+			tools = append(tools, mcpTool{set: w.mcp, tool: mcp.Tool{
+				Server: strings.TrimPrefix(info.Source, SourceMCPPrefix), Name: info.Name,
+				Description: info.Description, Parameters: info.Parameters,
+			}})
 		case info.Source == SourceBuiltin && info.Name == agents.ToolCurrentTime:
 			tools = append(tools, agents.CurrentTime{})
 		case info.Source == SourceBuiltin && info.Name == agents.ToolRoomInfo:
 			tools = append(tools, agents.RoomInfoTool(b.roomInfo))
+		case info.Source == SourceBuiltin && info.Name == agents.ToolSchedule:
+			tools = append(tools, agents.ScheduleTool(b.scheduleTool))
 		case w.plugins != nil:
 			if t, ok := w.plugins.Tool(info.Name); ok {
 				tools = append(tools, pluginTool{b: b, set: w.plugins, tool: t})

@@ -104,22 +104,22 @@ func TestResolveTools(t *testing.T) {
 	}, {
 		name:  "a glob over every source",
 		tools: "      - \"*/*\"\n",
-		want:  []string{"builtin/current_time", "builtin/room_info", "box/search", "box/fetch"},
+		want:  []string{"builtin/current_time", "builtin/room_info", "builtin/schedule", "box/search", "box/fetch"},
 	}, {
 		name:  "unknown names, unknown sources and empty globs, each at its line",
 		tools: "      - current_time\n      - teleport\n      - \"web_*\"\n      - \"nobody/*\"\n      - \"mcp:github/*\"\n      - \"box/teleport\"\n",
 		wantErrs: []string{
-			`config.yaml:15: agents.a.tools[1]: unknown tool "teleport": built-in tools are current_time, room_info; plugin tools are box/search, box/fetch`,
-			`config.yaml:16: agents.a.tools[2]: "web_*" matches no tool: built-in tools are current_time, room_info; plugin tools are box/search, box/fetch`,
+			`config.yaml:15: agents.a.tools[1]: unknown tool "teleport": built-in tools are current_time, room_info, schedule; plugin tools are box/search, box/fetch`,
+			`config.yaml:16: agents.a.tools[2]: "web_*" matches no tool: built-in tools are current_time, room_info, schedule; plugin tools are box/search, box/fetch`,
 			`config.yaml:17: agents.a.tools[3]: "nobody/*": no tool source matches "nobody"; tool sources are builtin, box (builtin and the enabled plugins)`,
-			`config.yaml:18: agents.a.tools[4]: "mcp:github/*": no MCP server matches "mcp:github" (MCP servers are not supported yet); tool sources: builtin, box`,
-			`config.yaml:19: agents.a.tools[5]: unknown tool "box/teleport": built-in tools are current_time, room_info; plugin tools are box/search, box/fetch`,
+			`config.yaml:18: agents.a.tools[4]: "mcp:github/*": no MCP server matches "mcp:github" (mcp_servers lists them; a disabled one offers no tools); tool sources: builtin, box`,
+			`config.yaml:19: agents.a.tools[5]: unknown tool "box/teleport": built-in tools are current_time, room_info, schedule; plugin tools are box/search, box/fetch`,
 		},
 	}, {
 		name:      "a glob over an existing source that matches nothing is a warning",
 		tools:     "      - search\n      - \"box/x*\"\n",
 		want:      []string{"box/search"},
-		wantWarns: []string{`config.yaml:15: agents.a.tools[1]: "box/x*" selects no tool right now (its source offers none that match); built-in tools are current_time, room_info; plugin tools are box/search, box/fetch`},
+		wantWarns: []string{`config.yaml:15: agents.a.tools[1]: "box/x*" selects no tool right now (its source offers none that match); built-in tools are current_time, room_info, schedule; plugin tools are box/search, box/fetch`},
 	}, {
 		name:  "the same name from two sources is an error",
 		clash: true,
@@ -136,7 +136,7 @@ func TestResolveTools(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, set := toolConfig(t, tt.clash, tt.tools)
-			got, warns, err := resolveTools(cfg, set)
+			got, warns, err := resolveTools(cfg, set, nil)
 			if tt.wantErrs != nil {
 				var list config.ErrorList
 				if !errors.As(err, &list) {
@@ -213,7 +213,7 @@ func TestExampleConfigDocumentsBuiltinTools(t *testing.T) {
 // room, thread, requester, session and correlation id.
 func TestPluginToolGetsTheTurnsContext(t *testing.T) {
 	cfg, set := toolConfig(t, false, "      - \"box/*\"\n")
-	resolved, _, err := resolveTools(cfg, set)
+	resolved, _, err := resolveTools(cfg, set, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

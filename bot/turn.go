@@ -16,6 +16,7 @@ import (
 	"github.com/hookroom/hookroom/enrich"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/metrics"
 	"github.com/hookroom/hookroom/tracking"
 )
 
@@ -42,6 +43,7 @@ type turn struct {
 	env      hooks.Envelope
 	agent    hooks.AgentName
 	acct     *matrixio.Account
+	w        *world // the world the message was routed in
 	reg      *hooks.Registry
 	scope    string
 	replayed bool
@@ -54,11 +56,24 @@ type turn struct {
 	edits   int
 	parts   int              // parts of the answer delivered (post)
 	earlier []tracking.Reply // parts 1, 2, … the last run posted (replays)
+	// runKey names this run of the turn in its edits' transaction keys.
+	runKey string
+	// pending are the last run's intents (replays); unconfirmed: a send
+	// of this run may have posted a message the turn does not know;
+	// unrecorded: a message could not be recorded (see sweepIntents).
+	pending     []tracking.Intent
+	unconfirmed bool
+	unrecorded  bool
 
 	typing *typingNotice // while the model works; nil before
 
 	used       agents.Usage // what the model calls used (spent)
 	modelCalls int
+
+	stages        *turnStages     // stage latencies and the outcome, for the metrics
+	parent        context.Context // the turn's context before its deadline and stop
+	clock         *turnClock      // the turn's deadline, paused while it waits for approvals
+	usedApprovals []string        // approvals this run asked for (ids)
 }
 
 // scopeKey is the history scope of a message: its room and thread.
@@ -68,13 +83,23 @@ func (b *Bot) scopeKey(env hooks.Envelope) string {
 
 // startTurn answers a routed message in the background; the inbox entry is
 // marked handled when the turn ends (with its history, atomically).
-func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, reg *hooks.Registry, replayed bool) {
+//
+// w is the world the message was routed in; the turn keeps using it (its
+// agent's account, model and settings) even when a reload replaces it.
+func (b *Bot) startTurn(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, reg *hooks.Registry, replayed bool) {
 	env.AgentName = agent
-	t := &turn{
-		b: b, ev: ev, env: env, agent: agent, acct: b.w().agents[agent], reg: reg,
-		scope: b.scopeKey(env), replayed: replayed,
-		log: zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
+	acct := w.agents[agent]
+	if acct == nil { // routing only picks agents of w
+		zerolog.Ctx(ctx).Error().Str("agent", string(agent)).Msg("not answering: the routed agent has no account")
+		return
 	}
+	t := &turn{
+		b: b, w: w, ev: ev, env: env, agent: agent, acct: acct, reg: reg,
+		scope: b.scopeKey(env), replayed: replayed, runKey: newRunKey(),
+		log:    zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
+		stages: newTurnStages(ctx, b.ops.metrics),
+	}
+	t.stages.mark(metrics.StageRouted)
 	b.turnsByEvent.queue(ev.ID, t.scope)
 	b.turns.run(ctx, t.scope, func(ctx context.Context) { t.run(t.log.WithContext(ctx)) })
 }
@@ -82,8 +107,13 @@ func (b *Bot) startTurn(ctx context.Context, ev *event.Event, env hooks.Envelope
 // run carries the turn from claim to delivery; exactly one of
 // message:after_response and message:cancelled fires.
 func (t *turn) run(parent context.Context) {
-	ctx, cancel := context.WithTimeout(parent, turnTimeout)
-	defer cancel()
+	// The turn's deadline does not count the time it waits for a person's
+	// approval of a tool call.
+	t.parent = parent
+	ctx, expire := context.WithCancelCause(parent)
+	defer expire(nil)
+	t.clock = startTurnClock(turnTimeout, func() { expire(errTurnTimeout) })
+	defer t.clock.stop()
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	t.b.turnsByEvent.start(t.ev.ID, stop)
@@ -98,6 +128,25 @@ func (t *turn) run(parent context.Context) {
 		return
 	}
 
+	defer func() {
+		if parent.Err() == nil { // not left unhandled for the restart
+			t.sweepIntents(ctx)
+		}
+	}()
+	if t.replayed {
+		// Approvals an earlier run stored for calls this run no longer
+		// makes are cancelled, visibly, when it ends (not at a shutdown:
+		// the next run may still make them).
+		defer func() {
+			if parent.Err() == nil {
+				t.cancelLeftoverApprovals(ctx)
+			}
+		}()
+		// The last run may have posted the reply (or its placeholder, or
+		// some parts of a long reply) already: the answer then edits them
+		// instead of posting them a second time.
+		t.recoverDelivery(ctx)
+	}
 	if done := t.claim(ctx); done {
 		return
 	}
@@ -117,28 +166,6 @@ func (t *turn) run(parent context.Context) {
 	}
 	t.tellAttachments(ctx, att.notices)
 
-	if t.replayed {
-		// The last run may have posted the reply (or its placeholder, or
-		// some parts of a long reply) already: the answer then edits them
-		// instead of posting them a second time.
-		if prev, err := t.b.track.Replies(ctx, t.ev.ID); err != nil {
-			t.log.Warn().Err(err).Msg("failed to look up an earlier reply")
-		} else {
-			t.mu.Lock()
-			for _, r := range prev {
-				if r.Part == 0 {
-					t.reply, t.visible = r.EventID, true
-				} else {
-					t.earlier = append(t.earlier, r)
-				}
-			}
-			reply := t.reply
-			t.mu.Unlock()
-			if reply != "" {
-				t.b.turnsByEvent.alias(reply, t.ev.ID)
-			}
-		}
-	}
 	t.typing = t.startTyping(ctx)
 	defer t.endTyping()
 	deliverCtx, stopDelivery := context.WithCancel(ctx)
@@ -146,10 +173,10 @@ func (t *turn) run(parent context.Context) {
 	go func() { defer close(deliveryDone); t.stream(deliverCtx) }()
 
 	res, runErr := agents.Run(ctx, agents.RunRequest{
-		Model: t.b.modelFor(t.agent), Messages: msgs, Tools: t.b.toolsFor(t.agent),
+		Model: t.model(), Messages: msgs, Tools: t.b.toolsFor(t.agent),
 		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
 		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
-		OnText: t.onText,
+		OnText: t.onText, NeedsApproval: t.needsApproval, Approve: t.approve,
 	})
 	t.spent(res)
 	stopDelivery()
@@ -172,8 +199,9 @@ func (t *turn) run(parent context.Context) {
 }
 
 var (
-	errStopped  = errors.New("stopped with " + stopKey)
-	errRedacted = errors.New("the message was redacted")
+	errTurnTimeout = fmt.Errorf("the turn took longer than %s: %w", turnTimeout, context.DeadlineExceeded)
+	errStopped     = errors.New("stopped with " + stopKey)
+	errRedacted    = errors.New("the message was redacted")
 )
 
 // stopCause reports why ctx was cancelled on purpose: a 🛑 reaction
@@ -209,7 +237,10 @@ func (t *turn) claim(ctx context.Context) bool {
 		t.markHandled(ctx)
 		return true
 	}
-	evID, err := t.post(ctx, c.Claimed.Text, "", "claim", c.Claimed.Extra)
+	t.mu.Lock()
+	reply := t.reply // what the last run posted (replays)
+	t.mu.Unlock()
+	evID, err := t.post(ctx, c.Claimed.Text, reply, "claim", c.Claimed.Extra)
 	if err != nil {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return true
@@ -248,11 +279,11 @@ func (t *turn) enrich(ctx context.Context, userText string) (enrich.Turn, error)
 // notice that the model cannot see images to att's notices when this is
 // the first such image of the thread.
 func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachments) ([]agents.Message, error) {
-	spec := t.b.w().specs[t.b.modelName(t.agent)]
+	spec := t.w.specs[t.w.cfg.Agents[string(t.agent)].Model]
 	budget := agents.HistoryBudget(spec.ContextWindow, 0)
 	var summarizer agents.Model
 	if spec.Provider != agents.ProviderEcho {
-		summarizer = t.b.modelFor(t.agent)
+		summarizer = t.model()
 	}
 	if _, err := t.b.history.Compact(ctx, agents.CompactRequest{
 		Scope: t.scope, Budget: budget, Summarizer: summarizer, Hooks: t.reg,
@@ -268,8 +299,19 @@ func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachme
 		return nil, fmt.Errorf("failed to load the history: %w", err)
 	}
 	msgs := make([]agents.Message, 0, len(history)+3)
-	msgs = append(msgs, agents.Message{Role: agents.RoleSystem, Content: t.b.systemPrompt(t.agent, et.System)})
+	system, stable := t.w.systemPrompt(t.agent, et)
+	msgs = append(msgs, agents.Message{Role: agents.RoleSystem, Content: system, StablePrefix: stable})
 	msgs = append(msgs, history...)
+	// The stored history is replayed byte-exact, so the conversation up to
+	// its last message is a stable prefix too: a provider with prompt
+	// caching reads it from the cache on the next turn and on every tool
+	// round of this one.
+	for i := len(msgs) - 1; i > 0; i-- {
+		if msgs[i].Content != "" {
+			msgs[i].StablePrefix = len(msgs[i].Content)
+			break
+		}
+	}
 	if et.Transient != "" {
 		msgs = append(msgs, agents.Message{Role: agents.RoleUser, Content: et.Transient})
 	}
@@ -282,19 +324,23 @@ func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachme
 // tellAttachments tells the person, in one notice before the answer, what
 // of their attachments the model does not get and why.
 func (t *turn) tellAttachments(ctx context.Context, notices []string) {
-	if len(notices) == 0 {
+	if len(notices) == 0 || t.earlierPart(-1) != "" { // told by the last run
 		return
 	}
 	opts := t.sendOptions("attachments")
 	opts.Notice = true
-	if _, err := t.acct.SendText(ctx, t.env.RoomID, "⚠️ "+strings.Join(notices, "\n\n⚠️ "), opts); err != nil {
+	if _, err := t.sendNew(ctx, -1, "⚠️ "+strings.Join(notices, "\n\n⚠️ "), opts); err != nil {
 		t.log.Warn().Err(err).Msg("failed to tell the person about their attachments")
 	}
 }
 
-// systemPrompt is the agent's system prompt for one run.
-func (b *Bot) systemPrompt(agent hooks.AgentName, systemBlock string) string {
-	a := b.w().cfg.Agents[string(agent)]
+// systemPrompt is the agent's system prompt for one run, and how many of
+// its leading bytes stay the same from turn to turn: the agent's own
+// prompt and the block's stable items (et.SystemStable). Providers with
+// prompt caching cache up to there.
+func (w *world) systemPrompt(agent hooks.AgentName, et enrich.Turn) (string, int) {
+	systemBlock := et.System
+	a := w.cfg.Agents[string(agent)]
 	var s strings.Builder
 	fmt.Fprintf(&s, "You are %s, an assistant in a Matrix chat room.", cmpOr(a.DisplayName, string(agent)))
 	if a.Role != "" {
@@ -303,13 +349,18 @@ func (b *Bot) systemPrompt(agent hooks.AgentName, systemBlock string) string {
 	if a.Instructions != "" {
 		s.WriteString("\n\n" + strings.TrimSpace(a.Instructions))
 	}
+	stable := s.Len()
 	if systemBlock != "" {
 		s.WriteString("\n\n" + systemBlock)
+		if et.SystemStable > 0 {
+			stable += len("\n\n") + et.SystemStable
+		}
 	}
-	return s.String()
+	return s.String(), stable
 }
 
 func (t *turn) onText(delta string) {
+	t.stages.mark(metrics.StageFirstToken)
 	t.mu.Lock()
 	t.text.WriteString(delta)
 	t.mu.Unlock()
@@ -327,13 +378,13 @@ func (t *turn) stream(ctx context.Context) {
 	// Once started, the placeholder send is not cut short when the reply
 	// completes meanwhile: a send cancelled in flight may still have landed,
 	// and the reply must then edit it rather than post a second message.
-	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	err := t.ensurePlaceholder(sendCtx)
 	cancel()
 	if err != nil {
 		return
 	}
-	if !t.b.w().cfg.Defaults.StreamingEnabled() {
+	if !t.w.cfg.Defaults.StreamingEnabled() {
 		return
 	}
 	tick := time.NewTicker(t.b.opts.EditInterval)
@@ -358,8 +409,14 @@ func (t *turn) stream(ctx context.Context) {
 		t.edits++
 		n := t.edits
 		t.mu.Unlock()
-		opts := t.sendOptions(fmt.Sprintf("edit-%d", n))
-		if _, err := t.acct.Edit(ctx, t.env.RoomID, t.reply, text+" "+placeholderText, opts); err != nil {
+		// Like the placeholder, an edit is not cut short when the reply
+		// completes: cancelled in flight, it could land after the final
+		// edit and leave a partial text showing. The turn waits for it.
+		opts := t.editOptions(fmt.Sprintf("edit-%d", n))
+		editCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		_, err := t.acct.Edit(editCtx, t.env.RoomID, t.reply, text+" "+placeholderText, opts)
+		cancel()
+		if err != nil {
 			if ctx.Err() == nil {
 				t.log.Warn().Err(err).Msg("failed to edit the streaming reply")
 			}
@@ -369,6 +426,7 @@ func (t *turn) stream(ctx context.Context) {
 		t.mu.Lock()
 		t.visible = true
 		t.mu.Unlock()
+		t.stages.mark(metrics.StageFirstVisible)
 	}
 }
 
@@ -382,7 +440,7 @@ func (t *turn) ensurePlaceholder(ctx context.Context) error {
 	}
 	opts := t.sendOptions("placeholder")
 	opts.Notice = true
-	evID, err := t.acct.SendText(ctx, t.env.RoomID, placeholderText, opts)
+	evID, err := t.sendNew(ctx, 0, placeholderText, opts)
 	if err != nil {
 		if ctx.Err() == nil {
 			t.log.Warn().Err(err).Msg("failed to send the placeholder")
@@ -393,17 +451,7 @@ func (t *turn) ensurePlaceholder(ctx context.Context) error {
 	t.reply = evID
 	t.mu.Unlock()
 	t.b.turnsByEvent.alias(evID, t.ev.ID)
-	t.recordDelivery(ctx, 0, evID)
 	return nil
-}
-
-// recordDelivery remembers part of the turn's reply, so a replay edits it
-// and a redaction of the message removes it.
-func (t *turn) recordDelivery(ctx context.Context, part int, reply id.EventID) {
-	r := tracking.Reply{Part: part, EventID: reply, Sender: t.acct.UserID()}
-	if err := t.b.track.RecordReply(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, r); err != nil {
-		t.log.Warn().Err(err).Msg("failed to record the reply")
-	}
 }
 
 // post delivers text as the turn's answer, with extra content fields on
@@ -426,10 +474,10 @@ func (t *turn) post(ctx context.Context, text string, reply id.EventID, stage st
 		var err error
 		switch {
 		case i == 0 && reply != "":
-			opts.TxnKey = matrixio.TxnKey(t.ev.ID, "final")
+			opts.TxnKey = t.editOptions("final").TxnKey
 			_, err = t.acct.Edit(ctx, t.env.RoomID, reply, part, opts)
-		case t.earlierPart(i) != "":
-			opts.TxnKey = matrixio.TxnKey(t.ev.ID, fmt.Sprintf("final-%d", i))
+		case i > 0 && t.earlierPart(i) != "":
+			opts.TxnKey = t.editOptions(fmt.Sprintf("final-%d", i)).TxnKey
 			_, err = t.acct.Edit(ctx, t.env.RoomID, t.earlierPart(i), part, opts)
 		default:
 			key := stage
@@ -438,11 +486,8 @@ func (t *turn) post(ctx context.Context, text string, reply id.EventID, stage st
 			}
 			opts.TxnKey = matrixio.TxnKey(t.ev.ID, key)
 			var evID id.EventID
-			if evID, err = t.acct.SendText(ctx, t.env.RoomID, part, opts); err == nil {
-				t.recordDelivery(ctx, i, evID)
-				if i == 0 {
-					first = evID
-				}
+			if evID, err = t.sendNew(ctx, i, part, opts); err == nil && i == 0 {
+				first = evID
 			}
 		}
 		if err != nil {
@@ -590,6 +635,8 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return
 	}
+	t.stages.mark(metrics.StageFirstVisible)
+	t.stages.mark(metrics.StageFinal)
 	// The stored turn is the enriched prompt and what the model said, with
 	// the delivered text as the final answer. The prompt holds the text of
 	// the message's text files and a line naming each other file, but not
@@ -661,7 +708,7 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 	delivered := t.parts
 	t.mu.Unlock()
 	if notice != "" {
-		opts := t.sendOptions("failed")
+		opts := t.editOptions("failed")
 		// Parts of the answer already delivered stay; the notice follows
 		// them. Otherwise it replaces the placeholder, if there is one.
 		edit := reply != "" && delivered == 0
@@ -674,7 +721,8 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 			_, sendErr = t.acct.Edit(ctx, t.env.RoomID, reply, notice, opts)
 		} else {
 			var evID id.EventID
-			if evID, sendErr = t.acct.SendText(ctx, t.env.RoomID, notice, opts); reply == "" {
+			opts.TxnKey = t.sendOptions("failed").TxnKey
+			if evID, sendErr = t.sendNew(ctx, delivered, notice, opts); reply == "" {
 				reply = evID
 			}
 		}
@@ -716,6 +764,7 @@ func userError(err error) string {
 }
 
 func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail string) {
+	t.stages.end(string(reason))
 	ctx = context.WithoutCancel(ctx)
 	if !t.reg.Has(hooks.MessageCancelled.Name()) {
 		return
@@ -734,6 +783,7 @@ func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail 
 }
 
 func (t *turn) afterResponse(ctx context.Context, text string, evID id.EventID, kind hooks.DeliveryKind, rk hooks.ResponseKind) {
+	t.stages.end(responseOutcome(rk))
 	ctx = context.WithoutCancel(ctx)
 	if !t.reg.Has(hooks.MessageAfterResponse.Name()) {
 		return

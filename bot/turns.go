@@ -150,7 +150,12 @@ func (b *Bot) modelName(agent hooks.AgentName) string {
 }
 
 func (b *Bot) modelFor(agent hooks.AgentName) agents.Model {
-	return b.w().models[b.modelName(agent)]
+	return b.countModel(agent, b.w().models[b.modelName(agent)])
+}
+
+// model is the turn's agent's model in the world the turn started in.
+func (t *turn) model() agents.Model {
+	return t.b.countModel(t.agent, t.w.models[t.w.cfg.Agents[string(t.agent)].Model])
 }
 
 // roomInfo answers the room_info tool for the room of the call.

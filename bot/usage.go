@@ -95,7 +95,15 @@ func (t *turn) overBudget(ctx context.Context) bool {
 	opts := t.sendOptions("budget")
 	opts.Notice = true
 	notice := budgetNotice(ex, t.b.displayName(t.agent), now)
-	evID, err := t.acct.SendText(context.WithoutCancel(ctx), t.env.RoomID, notice, opts)
+	t.mu.Lock()
+	evID := t.reply // what the last run posted (replays)
+	t.mu.Unlock()
+	if evID != "" {
+		opts.TxnKey = t.editOptions("budget").TxnKey
+		_, err = t.acct.Edit(context.WithoutCancel(ctx), t.env.RoomID, evID, notice, opts)
+	} else {
+		evID, err = t.sendNew(context.WithoutCancel(ctx), 0, notice, opts)
+	}
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to tell the person about the used-up budget")
 	} else {

@@ -50,6 +50,16 @@ type Config struct {
 	Attachments Attachments `yaml:"attachments"`
 	// Usage sets daily token budgets (token usage is always recorded).
 	Usage Usage `yaml:"usage"`
+	// Schedules configures scheduled tasks (!schedule, the schedule tool).
+	Schedules Schedules `yaml:"schedules"`
+	// HTTP is the optional listener for health, readiness, metrics and the
+	// admin API. Off unless http.listen is set.
+	HTTP HTTP `yaml:"http"`
+	// MCPServers maps a server name (^[a-z0-9_-]+$) to an MCP tool server
+	// whose tools agents may call as mcp:NAME/TOOL.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
+	// ToolApproval decides which tool calls wait for a person's approval.
+	ToolApproval ToolApproval `yaml:"tool_approval"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`
@@ -66,6 +76,9 @@ type Config struct {
 	// envValues maps each value ${VAR} substitution produced to the text it
 	// was written as; Errorf masks them.
 	envValues map[string]string
+	// masker masks envValues in messages (nil: nothing to mask); built
+	// once by Parse, immutable, shared by clones.
+	masker *strings.Replacer
 }
 
 // DatabaseType names an SQL database engine.
@@ -163,14 +176,55 @@ type RouterAccount struct {
 	Username string `yaml:"username"`
 	// DisplayName is the router's display name. Default "Router".
 	DisplayName string `yaml:"display_name"`
+	// Avatar is the router's profile picture: an mxc:// URI, or an image
+	// file (relative paths against the config directory) that hookroom
+	// uploads once. Empty leaves the profile picture alone.
+	Avatar string `yaml:"avatar"`
+	// Account is an existing account to use instead of creating one.
+	Account Account `yaml:"account"`
 }
+
+// Account is an existing Matrix account hookroom uses instead of creating
+// one: for homeservers without registration, or behind Matrix
+// Authentication Service (OIDC), where hookroom cannot log in with a
+// password and gets an access token instead. Every value may come from
+// ${VAR}. The zero value means none: hookroom creates the account with
+// matrix.registration (or finds its credentials in the database).
+type Account struct {
+	// UserID is the account's full user id ("@assistant:example.org"),
+	// on matrix.server_name. Required when the account is configured; the
+	// username defaults to its localpart.
+	UserID id.UserID `yaml:"user_id"`
+	// AccessToken is a token of a login (a device) of the account, for
+	// example one Matrix Authentication Service issued. Checked with
+	// whoami at every start; never used to create anything.
+	AccessToken Secret `yaml:"access_token"`
+	// DeviceID is the token's device, for homeservers whose whoami does not
+	// say it. Only with access_token.
+	DeviceID id.DeviceID `yaml:"device_id"`
+	// Password logs the account in (m.login.password) when there is no
+	// access token, or the token is rejected, or the database was lost.
+	// With an access_token too, the token is used and the password is the
+	// fallback.
+	Password Secret `yaml:"password"`
+}
+
+// IsSet reports whether any field of the account is set.
+func (a Account) IsSet() bool { return a != Account{} }
 
 // Agent is one LLM-backed chat agent with its own Matrix account.
 type Agent struct {
 	// DisplayName is the account's display name. Default: the agent name.
 	DisplayName string `yaml:"display_name"`
-	// Username is the account's localpart. Default: the agent name.
+	// Username is the account's localpart. Default: the localpart of
+	// account.user_id, else the agent name.
 	Username string `yaml:"username"`
+	// Avatar is the account's profile picture: an mxc:// URI, or an image
+	// file (relative paths against the config directory) that hookroom
+	// uploads once. Empty leaves the profile picture alone.
+	Avatar string `yaml:"avatar"`
+	// Account is an existing account to use instead of creating one.
+	Account Account `yaml:"account"`
 	// Role is a one-line description (shown to the router and in !help).
 	Role string `yaml:"role"`
 	// Instructions are added to the agent's system prompt.
@@ -302,20 +356,31 @@ type Provider string
 const (
 	// ProviderOpenAI is any OpenAI-compatible chat completions API.
 	ProviderOpenAI Provider = "openai"
+	// ProviderAnthropic is Anthropic's Messages API (Claude), spoken
+	// natively: streaming, tool use, prompt caching.
+	ProviderAnthropic Provider = "anthropic"
 	// ProviderEcho answers by echoing, for offline demos and tests.
 	ProviderEcho Provider = "echo"
 )
 
 // Model is one model a provider serves.
 type Model struct {
-	// Provider is "openai" (default; any OpenAI-compatible API) or "echo".
+	// Provider is "openai" (default; any OpenAI-compatible API),
+	// "anthropic" (Anthropic's Messages API) or "echo".
 	Provider Provider `yaml:"provider"`
-	// BaseURL is the API base URL; empty means the provider's default.
+	// BaseURL is the API base URL; empty means the provider's default
+	// (openai: https://api.openai.com/v1; anthropic:
+	// https://api.anthropic.com).
 	BaseURL string `yaml:"base_url"`
 	// APIKey authenticates to the API; may be empty for local servers.
 	APIKey Secret `yaml:"api_key"`
-	// Model is the provider's model id ("gpt-4o-mini"). Required for openai.
+	// Model is the provider's model id ("gpt-4o-mini",
+	// "claude-sonnet-4-5"). Required for openai and anthropic.
 	Model string `yaml:"model"`
+	// MaxTokens bounds the length of each reply, in tokens. 0 leaves it to
+	// the server for openai; anthropic requires a bound and defaults to
+	// 8192.
+	MaxTokens int `yaml:"max_tokens"`
 	// ContextWindow is the model's context size in tokens; 0 means unknown.
 	ContextWindow int `yaml:"context_window"`
 	// Vision says that the model accepts images (OpenAI-compatible
@@ -390,11 +455,74 @@ type Usage struct {
 	DailyTokensPerAgent int `yaml:"daily_tokens_per_agent"`
 }
 
+// Schedules configures scheduled tasks. The zero value reads wall-clock
+// times in UTC and fires tasks up to an hour late.
+type Schedules struct {
+	// Timezone is the IANA time zone ("Europe/Berlin") in which the
+	// wall-clock times of new schedules are read: "at 9:00", "every weekday
+	// at 9:00", cron expressions. A task keeps the zone it was created in.
+	// Default "UTC" (never the server's local zone, which changes with the
+	// machine).
+	Timezone string `yaml:"timezone"`
+	// MissedGrace is how late a task may still fire, after hookroom was
+	// down or the homeserver unreachable: a task due longer ago than that
+	// is reported as missed in its thread instead. Default 1h.
+	MissedGrace Duration `yaml:"missed_grace"`
+}
+
+// Location returns the time zone of Timezone (UTC when unset or unknown;
+// Validate rejects unknown zones).
+func (s Schedules) Location() *time.Location {
+	if s.Timezone == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(s.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// HTTP configures the one HTTP listener: /healthz, /readyz, /metrics and,
+// with an admin token, the admin API under /api/v1/. The zero value is off.
+type HTTP struct {
+	// Listen is the address to listen on: "host:port", or a port alone
+	// (":8080" or "8080"), which listens on 127.0.0.1 only. Empty: no
+	// listener. Changing it takes a restart.
+	Listen string `yaml:"listen"`
+	// AdminToken is the bearer token of the admin API (at least 16
+	// characters; use ${VAR}). Unset: the admin API is off (404). It
+	// reloads live.
+	AdminToken Secret `yaml:"admin_token"`
+}
+
+// MinAdminTokenLength is the shortest admin token accepted.
+const MinAdminTokenLength = 16
+
+// Address returns the address to listen on ("127.0.0.1:8080" for ":8080"
+// or "8080"), or "" when the listener is off.
+func (h HTTP) Address() string {
+	l := strings.TrimSpace(h.Listen)
+	if l == "" {
+		return ""
+	}
+	if !strings.Contains(l, ":") {
+		return "127.0.0.1:" + l
+	}
+	if strings.HasPrefix(l, ":") {
+		return "127.0.0.1" + l
+	}
+	return l
+}
+
 // AgentNames returns the agent names, sorted.
 func (c *Config) AgentNames() []string { return sortedKeys(c.Agents) }
 
 // RoomKeys returns the room keys, sorted.
 func (c *Config) RoomKeys() []string { return sortedKeys(c.Rooms) }
+
+// IsMXC reports whether an avatar value is an mxc:// URI rather than a file.
+func IsMXC(avatar string) bool { return strings.HasPrefix(avatar, "mxc://") }
 
 // ResolvePath resolves p against the config directory: an absolute p is
 // returned cleaned, a relative one joined to Dir. Use it for plugin paths.
@@ -435,7 +563,7 @@ func (c *Config) Line(path string) int {
 // of the configuration (an unknown hook name in an override, a plugin whose
 // manifest is missing). Never pass secret values as arguments.
 func (c *Config) Errorf(path, format string, args ...any) *Error {
-	return &Error{File: c.fileName(), Line: c.Line(path), Path: path, Msg: maskEnv(fmt.Sprintf(format, args...), c.envValues)}
+	return &Error{File: c.fileName(), Line: c.Line(path), Path: path, Msg: maskEnv(fmt.Sprintf(format, args...), c.masker)}
 }
 
 func (c *Config) fileName() string {

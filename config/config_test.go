@@ -165,6 +165,7 @@ func TestExampleConfig(t *testing.T) {
 		{"plugins[2].hooks.block_tools", c.Plugins[2].Hooks["block_tools"], config.HookOverride{Priority: ptr(-10), FailurePolicy: &closed}},
 		{"hooks", c.Hooks, config.HookEngine{CollectorConcurrency: 64, MaxDepth: 3}},
 		{"models.gpt.vision", c.Models["gpt"].Vision, true},
+		{"models.claude", c.Models["claude"], config.Model{Provider: config.ProviderAnthropic, Model: "claude-sonnet-4-5", MaxTokens: 8192, ContextWindow: 200000, Vision: true}},
 		{"attachments", c.Attachments, config.Attachments{MaxSize: 20 * config.MiB, MaxTextSize: 256 * config.KiB, MaxPerTurn: 4}},
 		{"usage", c.Usage, config.Usage{DailyTokensPerUser: 200000}},
 		{"agents.coder daily tokens", c.Agents["coder"].DailyTokens(c.Usage), 0},
@@ -285,7 +286,7 @@ agents:
 		t.Errorf("errors = %q", errs)
 	}
 	errs = parseErrors(t, minimal+"models:\n  m:\n    <<: {provider: echo, bogus: 1}\n", nil)
-	if want := []string{`config.yaml:5: models.m.bogus: unknown key (known keys: api_key, base_url, context_window, model, provider, vision)`}; !reflect.DeepEqual(errs, want) {
+	if want := []string{`config.yaml:5: models.m.bogus: unknown key (known keys: api_key, base_url, context_window, max_tokens, model, provider, vision)`}; !reflect.DeepEqual(errs, want) {
 		t.Errorf("errors = %q, want %q", errs, want)
 	}
 }

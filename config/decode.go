@@ -67,13 +67,18 @@ func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
 	d.bad[path] = true
 }
 
+// isBad reports whether path or a key path above it already has an error.
+// It looks up path's ancestors rather than scanning every bad path, so a
+// file with many problems is checked in linear time.
 func (d *decoder) isBad(path string) bool {
-	for p := range d.bad {
-		if within(path, p) {
+	for p := path; ; p = parentPath(p) {
+		if d.bad[p] {
 			return true
 		}
+		if p == "" {
+			return false
+		}
 	}
-	return false
 }
 
 // deref follows alias nodes to their anchors.

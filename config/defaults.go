@@ -3,6 +3,7 @@ package config
 import (
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Defaults of fields whose zero value means "use the default".
@@ -19,6 +20,8 @@ const (
 	DefaultAttachmentMaxSize    = 20 * MiB
 	DefaultAttachmentMaxText    = 256 * KiB
 	DefaultAttachmentsPerTurn   = 4
+	DefaultScheduleTimezone     = "UTC"
+	DefaultMissedGrace          = Duration(time.Hour)
 	// DefaultModelName is the model agents and the router use when they name
 	// none and more than one model is configured.
 	DefaultModelName = "default"
@@ -54,6 +57,9 @@ func (c *Config) ApplyDefaults() {
 		c.Log.Format = DefaultLogFormat
 	}
 
+	if c.Matrix.Router.Username == "" && c.Matrix.Router.Account.UserID != "" {
+		c.Matrix.Router.Username = c.Matrix.Router.Account.UserID.Localpart()
+	}
 	if c.Matrix.Router.Username == "" {
 		c.Matrix.Router.Username = DefaultRouterUsername
 	}
@@ -80,6 +86,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	defaultModel := c.defaultModel()
 	for name, a := range c.Agents {
+		if a.Username == "" && a.Account.UserID != "" {
+			a.Username = a.Account.UserID.Localpart()
+		}
 		if a.Username == "" {
 			a.Username = name
 		}
@@ -134,6 +143,8 @@ func (c *Config) ApplyDefaults() {
 		}
 	}
 
+	c.applyMCPDefaults()
+
 	if c.Hooks.CollectorConcurrency == 0 {
 		c.Hooks.CollectorConcurrency = DefaultCollectorConcurrency
 	}
@@ -149,6 +160,17 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Attachments.MaxPerTurn == 0 {
 		c.Attachments.MaxPerTurn = DefaultAttachmentsPerTurn
+	}
+	if c.Schedules.Timezone == "" {
+		c.Schedules.Timezone = DefaultScheduleTimezone
+	}
+	if c.Schedules.MissedGrace == 0 {
+		c.Schedules.MissedGrace = DefaultMissedGrace
+	}
+	c.ToolApproval.Rules = nilIfEmpty(c.ToolApproval.Rules)
+	for i, r := range c.ToolApproval.Rules {
+		r.Tools, r.Agents, r.Rooms = nilIfEmpty(r.Tools), nilIfEmpty(r.Agents), nilIfEmpty(r.Rooms)
+		c.ToolApproval.Rules[i] = r
 	}
 }
 

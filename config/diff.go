@@ -19,12 +19,19 @@ type Changes struct {
 	// (PluginEntry.Identity). A plugin is changed when its entry differs
 	// (settings, hook overrides, enabled).
 	PluginsAdded, PluginsRemoved, PluginsChanged []string
+	// MCPServersAdded, MCPServersRemoved and MCPServersChanged hold the
+	// names of mcp_servers entries.
+	MCPServersAdded, MCPServersRemoved, MCPServersChanged []string
 	// PluginOrder is set when plugins present in both lists appear in a
 	// different order (which changes hook order on priority ties).
 	PluginOrder bool
 
-	// Matrix is set when anything under matrix changed.
+	// Matrix is set when anything under matrix changed, except the
+	// router's profile (see RouterProfile).
 	Matrix bool
+	// RouterProfile is set when matrix.router.display_name or
+	// matrix.router.avatar changed; a reload applies it.
+	RouterProfile bool
 	// Models is set when any model was added, removed or changed.
 	Models bool
 	// Authorization is set when anything under authorization changed.
@@ -43,6 +50,14 @@ type Changes struct {
 	Attachments bool
 	// Usage is set when the token budgets of the usage section changed.
 	Usage bool
+	// Schedules is set when the schedules section changed.
+	Schedules bool
+	// HTTPListen is set when http.listen changed (this needs a restart).
+	HTTPListen bool
+	// AdminToken is set when http.admin_token changed (it reloads live).
+	AdminToken bool
+	// ToolApproval is set when the tool_approval section changed.
+	ToolApproval bool
 }
 
 // Diff compares two configurations. A nil old configuration counts as empty
@@ -58,10 +73,15 @@ func Diff(old, new *Config) Changes {
 	ch.AgentsAdded, ch.AgentsRemoved, ch.AgentsChanged = diffMaps(old.Agents, new.Agents)
 	ch.RoomsAdded, ch.RoomsRemoved, ch.RoomsChanged = diffMaps(old.Rooms, new.Rooms)
 	ch.PluginsAdded, ch.PluginsRemoved, ch.PluginsChanged, ch.PluginOrder = diffPlugins(old.Plugins, new.Plugins)
+	ch.MCPServersAdded, ch.MCPServersRemoved, ch.MCPServersChanged = diffMaps(old.MCPServers, new.MCPServers)
 
 	a, r, c := diffMaps(old.Models, new.Models)
 	ch.Models = len(a)+len(r)+len(c) > 0
-	ch.Matrix = !reflect.DeepEqual(old.Matrix, new.Matrix)
+	om, nm := old.Matrix, new.Matrix
+	ch.RouterProfile = om.Router.DisplayName != nm.Router.DisplayName || om.Router.Avatar != nm.Router.Avatar
+	om.Router.DisplayName, om.Router.Avatar = "", ""
+	nm.Router.DisplayName, nm.Router.Avatar = "", ""
+	ch.Matrix = !reflect.DeepEqual(om, nm)
 	ch.Authorization = !reflect.DeepEqual(old.Authorization, new.Authorization)
 	ch.Router = old.Router != new.Router
 	ch.Defaults = old.Defaults.StreamingEnabled() != new.Defaults.StreamingEnabled() ||
@@ -71,6 +91,10 @@ func Diff(old, new *Config) Changes {
 	ch.Log = old.Log != new.Log
 	ch.Attachments = old.Attachments != new.Attachments
 	ch.Usage = old.Usage != new.Usage
+	ch.Schedules = old.Schedules != new.Schedules
+	ch.HTTPListen = old.HTTP.Address() != new.HTTP.Address()
+	ch.AdminToken = old.HTTP.AdminToken != new.HTTP.AdminToken
+	ch.ToolApproval = !reflect.DeepEqual(old.ToolApproval, new.ToolApproval)
 	return ch
 }
 
@@ -147,14 +171,16 @@ func (ch Changes) String() string {
 	list("agents", ch.AgentsAdded, ch.AgentsRemoved, ch.AgentsChanged)
 	list("rooms", ch.RoomsAdded, ch.RoomsRemoved, ch.RoomsChanged)
 	list("plugins", ch.PluginsAdded, ch.PluginsRemoved, ch.PluginsChanged)
+	list("mcp_servers", ch.MCPServersAdded, ch.MCPServersRemoved, ch.MCPServersChanged)
 	for _, f := range []struct {
 		set  bool
 		name string
 	}{
-		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.Models, "models"},
+		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.RouterProfile, "router profile"}, {ch.Models, "models"},
 		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
-		{ch.Usage, "usage"},
+		{ch.Usage, "usage"}, {ch.Schedules, "schedules"},
+		{ch.HTTPListen, "http.listen"}, {ch.AdminToken, "http.admin_token"}, {ch.ToolApproval, "tool_approval"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

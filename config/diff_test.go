@@ -3,6 +3,7 @@ package config_test
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"maunium.net/go/mautrix/id"
 
@@ -111,9 +112,16 @@ func TestDiff(t *testing.T) {
 			c.Log.Level = "debug"
 			c.Attachments.MaxPerTurn = 9
 			c.Usage.DailyTokensPerUser = 1000
+			c.ToolApproval.Rules = []config.ApprovalRule{{Tools: []string{"shell"}, Action: config.ApprovalRequired}}
 		},
-		want: config.Changes{Matrix: true, Models: true, Authorization: true, Router: true, Defaults: true, Hooks: true, Storage: true, Log: true, Attachments: true, Usage: true},
-		str:  "matrix; models; authorization; router; defaults; hooks; storage; log; attachments; usage",
+		want: config.Changes{Matrix: true, Models: true, Authorization: true, Router: true, Defaults: true, Hooks: true, Storage: true, Log: true, Attachments: true, Usage: true, ToolApproval: true},
+		str:  "matrix; models; authorization; router; defaults; hooks; storage; log; attachments; usage; tool_approval",
+	}, {
+		name: "approval timeout",
+		change: func(c *config.Config) {
+			c.ToolApproval.Timeout = config.Duration(time.Minute)
+		},
+		want: config.Changes{ToolApproval: true},
 	}, {
 		name: "model gains vision",
 		change: func(c *config.Config) {
@@ -122,6 +130,14 @@ func TestDiff(t *testing.T) {
 			c.Models["gpt"] = m
 		},
 		want: config.Changes{Models: true},
+	}, {
+		name: "http listen needs a restart, the admin token reloads",
+		change: func(c *config.Config) {
+			c.HTTP.Listen = "9090"
+			c.HTTP.AdminToken = "0123456789abcdef"
+		},
+		want: config.Changes{HTTPListen: true, AdminToken: true},
+		str:  "http.listen; http.admin_token",
 	}, {
 		name: "model removed",
 		change: func(c *config.Config) {

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,7 +68,15 @@ func (s *substituter) scalar(n *yaml.Node, path string) {
 	if !strings.Contains(n.Value, "$") || n.ShortTag() != "!!str" {
 		return
 	}
-	out, used, missing, err := expandEnv(n.Value, s.lookup)
+	out, used, missing, err := expandEnv(n.Value, s.lookup, func(name, val string) {
+		// Each variable's value on its own too: a message may show part
+		// of the substituted text (a path cleaned, a URL's host).
+		if len(val) >= minMaskedLen {
+			if _, ok := s.envValues[val]; !ok {
+				s.envValues[val] = "${" + name + "}"
+			}
+		}
+	})
 	for _, name := range missing {
 		s.errs = append(s.errs, &Error{
 			File: s.file, Line: n.Line, Path: path,
@@ -104,8 +114,9 @@ func (s *substituter) scalar(n *yaml.Node, path string) {
 // expandEnv substitutes the references in s. used reports whether the
 // environment supplied any of the text (a default written in the file does not
 // count); missing lists variables that are unset and have no default (each is
-// replaced by "").
-func expandEnv(s string, lookup func(string) (string, bool)) (out string, used bool, missing []string, err error) {
+// replaced by ""). seen, when set, is called with each variable the
+// environment supplied and its value.
+func expandEnv(s string, lookup func(string) (string, bool), seen func(name, val string)) (out string, used bool, missing []string, err error) {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -142,6 +153,9 @@ func expandEnv(s string, lookup func(string) (string, bool)) (out string, used b
 			missing = append(missing, name)
 		default:
 			used = used || val != ""
+			if seen != nil && val != "" {
+				seen(name, val)
+			}
 		}
 		b.WriteString(val)
 	}
@@ -171,13 +185,38 @@ func isMergeKey(n *yaml.Node) bool {
 // unrelated text.
 const minMaskedLen = 4
 
-// maskEnv replaces in msg every value that came from the environment (as
-// written, or quoted as %q prints it) with the ${VAR} text it was written
-// as, so no configuration message shows what ${VAR} held.
-func maskEnv(msg string, values map[string]string) string {
-	for value, written := range values {
-		msg = strings.ReplaceAll(msg, strconv.Quote(value), strconv.Quote(written))
-		msg = strings.ReplaceAll(msg, value, written)
+// newEnvMasker returns a replacer that replaces in a message every value
+// that came from the environment (as written, or quoted as %q prints it)
+// with the ${VAR} text it was written as, so no configuration message shows
+// what ${VAR} held; nil when there is nothing to mask. It is built once per
+// configuration: one pass over a message costs the same however many
+// values there are (replacing them one by one made a file with thousands
+// of ${VAR} values and as many errors quadratic).
+func newEnvMasker(values map[string]string) *strings.Replacer {
+	if len(values) == 0 {
+		return nil
 	}
-	return msg
+	type pair struct{ old, new string }
+	pairs := make([]pair, 0, 2*len(values))
+	for value, written := range values {
+		pairs = append(pairs, pair{strconv.Quote(value), strconv.Quote(written)}, pair{value, written})
+	}
+	// At one position the replacer takes the first matching pair: longer
+	// values first, so a value that contains another is masked whole.
+	slices.SortFunc(pairs, func(a, b pair) int {
+		return cmp.Or(cmp.Compare(len(b.old), len(a.old)), strings.Compare(a.old, b.old))
+	})
+	args := make([]string, 0, 2*len(pairs))
+	for _, p := range pairs {
+		args = append(args, p.old, p.new)
+	}
+	return strings.NewReplacer(args...)
+}
+
+// maskEnv masks msg with m (see newEnvMasker); a nil m leaves it alone.
+func maskEnv(msg string, m *strings.Replacer) string {
+	if m == nil {
+		return msg
+	}
+	return m.Replace(msg)
 }

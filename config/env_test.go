@@ -210,3 +210,25 @@ func TestValidationMessagesMaskEnvValues(t *testing.T) {
 		}
 	}
 }
+
+// A message that shows only part of a substituted value (a path cleaned, a
+// URL's host) masks each variable's value on its own; the whole value is
+// still shown as it was written.
+func TestErrorfMasksPartsOfEnvValues(t *testing.T) {
+	env := map[string]string{"DIR": "s3cret-dir", "HOST": "gw-s3cret.example.org"}
+	src := minimal + "plugins:\n  - path: ./plugins/${DIR}\nmodels:\n  m:\n    provider: openai\n    model: x\n    base_url: https://${HOST}/v1\n"
+	cfg, err := config.Parse([]byte(src), "config.yaml", fakeEnv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"plugin directory /srv/hookroom/plugins/s3cret-dir does not exist", "plugin directory /srv/hookroom/plugins/${DIR} does not exist"},
+		{`"./plugins/s3cret-dir"`, `"./plugins/${DIR}"`},
+		{"cannot reach gw-s3cret.example.org:443", "cannot reach ${HOST}:443"},
+		{"https://gw-s3cret.example.org/v1 failed", "https://${HOST}/v1 failed"},
+	} {
+		if got := cfg.Errorf("plugins[0]", "%s", tc.args).Msg; got != tc.want {
+			t.Errorf("Errorf(%q) = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}

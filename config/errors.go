@@ -89,11 +89,33 @@ func sortErrors(l ErrorList) {
 	})
 }
 
-// asError returns nil for an empty list and the sorted list otherwise.
+// MaxErrors is how many problems one ErrorList from Load, Parse or Validate
+// holds at most. A file with more (a generated file gone wrong, an
+// attacker's) gets the first MaxErrors by line and a last entry saying how
+// many more there are, so a report stays readable and cheap to print, log
+// or send.
+const MaxErrors = 50
+
+// asError returns nil for an empty list and the sorted list otherwise,
+// capped at MaxErrors problems plus a summary of the rest.
 func (l ErrorList) asError() error {
 	if len(l) == 0 {
 		return nil
 	}
 	sortErrors(l)
+	if len(l) > MaxErrors {
+		more := len(l) - MaxErrors
+		l = append(l[:MaxErrors:MaxErrors], &Error{
+			File: l[0].File,
+			Msg:  fmt.Sprintf("and %d more %s (fix the ones above first)", more, plural(more, "problem", "problems")),
+		})
+	}
 	return l
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

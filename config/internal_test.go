@@ -131,3 +131,53 @@ func TestAliasCycles(t *testing.T) {
 		})
 	}
 }
+
+func TestEnvMasker(t *testing.T) {
+	m := newEnvMasker(map[string]string{
+		"hunter2-long": "${PW}",
+		"hunter2":      "${SHORT}",
+		"tok with \"q": "${Q}",
+	})
+	tests := []struct{ msg, want string }{
+		{`bad value "hunter2-long"`, `bad value "${PW}"`},
+		{"bare hunter2-long and hunter2", "bare ${PW} and ${SHORT}"},
+		{`quoted "tok with \"q"`, `quoted "${Q}"`},
+		{"nothing secret", "nothing secret"},
+	}
+	for _, tt := range tests {
+		if got := maskEnv(tt.msg, m); got != tt.want {
+			t.Errorf("maskEnv(%q) = %q, want %q", tt.msg, got, tt.want)
+		}
+	}
+	if got := maskEnv("x", nil); got != "x" {
+		t.Errorf("nil masker changed the message: %q", got)
+	}
+}
+
+func TestErrorListIsCapped(t *testing.T) {
+	list := func(n int) ErrorList {
+		l := make(ErrorList, n)
+		for i := range l {
+			l[i] = &Error{File: "c.yaml", Line: n - i, Msg: "bad"}
+		}
+		return l
+	}
+	tests := []struct {
+		n, entries int
+		last       string
+	}{
+		{MaxErrors, MaxErrors, "c.yaml:50: bad"},
+		{MaxErrors + 1, MaxErrors + 1, "c.yaml: and 1 more problem (fix the ones above first)"},
+		{MaxErrors + 7, MaxErrors + 1, "c.yaml: and 7 more problems (fix the ones above first)"},
+	}
+	for _, tt := range tests {
+		err := list(tt.n).asError()
+		got, ok := err.(ErrorList)
+		if !ok || len(got) != tt.entries || got[len(got)-1].Error() != tt.last {
+			t.Errorf("%d problems: %d entries, last %q; want %d, %q", tt.n, len(got), got[len(got)-1].Error(), tt.entries, tt.last)
+		}
+		if got[0].Line != 1 {
+			t.Errorf("%d problems: first is line %d, want the lowest line", tt.n, got[0].Line)
+		}
+	}
+}

@@ -38,9 +38,9 @@ func Load(ctx context.Context, path string, opts ...Option) (*Config, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("failed to read config: %v", err), Err: err}}
+		return nil, ErrorList{{File: path, Msg: err.Error(), Err: err}}
 	}
 	c, err := Parse(data, path, opts...)
 	if err != nil {
@@ -55,6 +55,36 @@ func Load(ctx context.Context, path string, opts ...Option) (*Config, error) {
 	return c, nil
 }
 
+// MaxFileSize is the largest configuration file Load and Parse read. A
+// real config.yaml is a few KiB; anything near this is a mistake (a log
+// file or a database given as the config) and is refused before parsing.
+const MaxFileSize = 8 << 20
+
+// ErrFileTooLarge is wrapped by the error for a file over MaxFileSize.
+var ErrFileTooLarge = errors.New("config file is too large")
+
+// readFile reads path, refusing files over MaxFileSize without reading
+// them whole.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read config: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, tooLarge()
+	}
+	return data, nil
+}
+
+func tooLarge() error {
+	return fmt.Errorf("%w: over %s (a config.yaml is a few KiB; is this the right file?)", ErrFileTooLarge, ByteSize(MaxFileSize))
+}
+
 // Parse decodes, defaults and validates a configuration held in memory.
 // filename names it in error messages, and its directory is the one relative
 // paths are resolved against ("" means the working directory). On failure it
@@ -63,6 +93,10 @@ func Parse(data []byte, filename string, opts ...Option) (*Config, error) {
 	o := options{lookupEnv: os.LookupEnv}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if len(data) > MaxFileSize {
+		err := tooLarge()
+		return nil, ErrorList{{File: filename, Msg: err.Error(), Err: err}}
 	}
 	c := &Config{file: filename}
 	abs, err := filepath.Abs(filename)
@@ -101,6 +135,7 @@ func Parse(data []byte, filename string, opts ...Option) (*Config, error) {
 		}
 	}
 	c.lines, c.fromEnv, c.envValues = d.lines, s.fromEnv, s.envValues
+	c.masker = newEnvMasker(c.envValues)
 
 	c.ApplyDefaults()
 	all := append(s.errs, d.errs...)

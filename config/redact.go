@@ -46,6 +46,12 @@ func (c *Config) Clone() *Config {
 			n.Plugins[i] = p.clone()
 		}
 	}
+	if c.MCPServers != nil {
+		n.MCPServers = make(map[string]MCPServer, len(c.MCPServers))
+		for k, m := range c.MCPServers {
+			n.MCPServers[k] = m.clone()
+		}
+	}
 	n.lines = maps.Clone(c.lines)
 	n.fromEnv = maps.Clone(c.fromEnv)
 	n.envValues = maps.Clone(c.envValues)
@@ -119,12 +125,13 @@ func isSecretKey(k string) bool {
 // ${VAR} substitution.
 func (c *Config) Redacted() *Config {
 	n := c.Clone()
-	n.envValues = nil // the values themselves
+	n.envValues, n.masker = nil, nil // the values themselves
 	for i := range n.Plugins {
 		if s := n.Plugins[i].Settings; s != nil {
 			n.redactSettings(s, joinKey(joinIndex("plugins", i), "settings"))
 		}
 	}
+	n.redactMCP()
 	return n
 }
 

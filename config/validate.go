@@ -2,12 +2,14 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"maunium.net/go/mautrix/id"
 )
@@ -43,9 +45,13 @@ func (c *Config) validate() ErrorList {
 	v.agents()
 	v.authorization()
 	v.plugins()
+	v.mcpServers()
 	v.engine()
 	v.attachments()
 	v.usage()
+	v.schedules()
+	v.http()
+	v.toolApproval()
 	sortErrors(v.errs)
 	return v.errs
 }
@@ -98,6 +104,8 @@ func (v *validator) matrix() {
 	if err := id.ValidateUserLocalpart(m.Router.Username); err != nil {
 		v.errorf("matrix.router.username", "%q is not a valid Matrix localpart (allowed: a-z 0-9 . _ = - / +)", m.Router.Username)
 	}
+	v.account("matrix.router", m.Router.Username, m.Router.Account)
+	v.avatar("matrix.router.avatar", m.Router.Avatar)
 	v.userIDs("matrix.bot_accounts", m.BotAccounts)
 	if m.SyncTimelineLimit < 0 {
 		v.errorf("matrix.sync_timeline_limit", "must be positive, not %d", m.SyncTimelineLimit)
@@ -137,13 +145,19 @@ func (v *validator) models() {
 		m := v.c.Models[name]
 		p := joinKey("models", name)
 		switch m.Provider {
-		case ProviderOpenAI:
+		case ProviderOpenAI, ProviderAnthropic:
 			if m.Model == "" {
 				v.errorf(joinKey(p, "model"), "is required for provider %q (the provider's model id)", m.Provider)
 			}
 		case ProviderEcho:
 		default:
-			v.errorf(joinKey(p, "provider"), "must be %q or %q, not %q", ProviderOpenAI, ProviderEcho, m.Provider)
+			v.errorf(joinKey(p, "provider"), "must be %q, %q or %q, not %q", ProviderOpenAI, ProviderAnthropic, ProviderEcho, m.Provider)
+		}
+		switch {
+		case m.MaxTokens < 0:
+			v.errorf(joinKey(p, "max_tokens"), "must not be negative")
+		case m.MaxTokens > 0 && m.ContextWindow > 0 && m.MaxTokens >= m.ContextWindow:
+			v.errorf(joinKey(p, "max_tokens"), "must be smaller than context_window (%d): the reply must leave room for the prompt", m.ContextWindow)
 		}
 		if m.BaseURL != "" {
 			v.httpURL(joinKey(p, "base_url"), m.BaseURL)
@@ -244,6 +258,8 @@ func (v *validator) agents() {
 		if !badName || a.Username != name {
 			v.username(joinKey(p, "username"), a.Username, p, usernames)
 		}
+		v.account(p, a.Username, a.Account)
+		v.avatar(joinKey(p, "avatar"), a.Avatar)
 		switch {
 		case a.Model == "" && len(c.Models) == 0:
 			v.errorf(p, "has no model: configure one under models")
@@ -272,6 +288,50 @@ func (v *validator) agents() {
 		if a.DailyTokenBudget != nil {
 			v.tokenBudget(joinKey(p, "daily_token_budget"), *a.DailyTokenBudget)
 		}
+	}
+}
+
+// account checks the existing account configured under owner (the router's
+// matrix.router or agents.<name>), whose localpart is username.
+func (v *validator) account(owner, username string, a Account) {
+	if !a.IsSet() {
+		return
+	}
+	p := joinKey(owner, "account")
+	if a.UserID == "" {
+		v.errorf(joinKey(p, "user_id"), "is required with an existing account (the full user id, e.g. @%s:example.org)", username)
+	} else if _, _, err := a.UserID.ParseAndValidateRelaxed(); err != nil {
+		v.errorf(joinKey(p, "user_id"), "%q is not a valid Matrix user id (e.g. @alice:example.org)", a.UserID)
+	} else {
+		server := v.c.Matrix.ServerName
+		if server != "" && a.UserID.Homeserver() != server {
+			v.errorf(joinKey(p, "user_id"), "%s is not on matrix.server_name %s", a.UserID, server)
+		}
+		if a.UserID.Localpart() != username {
+			v.errorf(joinKey(owner, "username"), "%q does not match account.user_id %s (leave username out)", username, a.UserID)
+		}
+	}
+	if !a.AccessToken.IsSet() && !a.Password.IsSet() {
+		v.errorf(p, "set access_token or password (or both: the token is used, the password logs in again when the token stops working)")
+	}
+	if a.DeviceID != "" && !a.AccessToken.IsSet() {
+		v.errorf(joinKey(p, "device_id"), "only applies with access_token (a password login gets its own device)")
+	}
+}
+
+// avatar checks a profile picture: an mxc:// URI or a file path.
+func (v *validator) avatar(path, avatar string) {
+	if avatar == "" {
+		return
+	}
+	if IsMXC(avatar) {
+		if _, err := id.ParseContentURI(avatar); err != nil {
+			v.errorf(path, "%q is not a valid mxc:// URI (mxc://server/media_id)", avatar)
+		}
+		return
+	}
+	if strings.Contains(avatar, "://") {
+		v.errorf(path, "must be an mxc:// URI or an image file path, not %q", avatar)
 	}
 }
 
@@ -445,5 +505,37 @@ func (v *validator) usage() {
 func (v *validator) tokenBudget(path string, n int) {
 	if n < 0 {
 		v.errorf(path, "must be a number of tokens, or 0 for unlimited, not %d", n)
+	}
+}
+
+func (v *validator) schedules() {
+	s := v.c.Schedules
+	if _, err := time.LoadLocation(s.Timezone); err != nil || strings.EqualFold(s.Timezone, "local") || s.Timezone == "" {
+		v.errorf("schedules.timezone", "must be an IANA time zone name like Europe/Berlin, America/New_York or UTC, not %q", s.Timezone)
+	}
+	if s.MissedGrace < 0 {
+		v.errorf("schedules.missed_grace", "must not be negative, not %s", time.Duration(s.MissedGrace))
+	}
+}
+
+func (v *validator) http() {
+	h := v.c.HTTP
+	if h.Listen != "" {
+		host, port, err := net.SplitHostPort(h.Address())
+		n, perr := strconv.Atoi(port)
+		switch {
+		case err != nil:
+			v.errorf("http.listen", "%q is not an address (e.g. \":8080\" for 127.0.0.1:8080, or \"0.0.0.0:8080\")", h.Listen)
+		case perr != nil || n < 0 || n > 65535:
+			v.errorf("http.listen", "%q has no valid port (0-65535)", h.Listen)
+		case host != "" && host != "localhost" && net.ParseIP(host) == nil:
+			v.errorf("http.listen", "%q: the host must be an IP address or localhost", h.Listen)
+		}
+	}
+	if h.AdminToken.IsSet() && len(h.AdminToken.Reveal()) < MinAdminTokenLength {
+		v.errorf("http.admin_token", "is too short: use at least %d characters (e.g. from openssl rand -hex 32)", MinAdminTokenLength)
+	}
+	if h.AdminToken.IsSet() && h.Listen == "" {
+		v.errorf("http.admin_token", "has no effect without http.listen")
 	}
 }

@@ -267,3 +267,46 @@ func TestMayInvite(t *testing.T) {
 		t.Error("the zero value accepts an invite")
 	}
 }
+
+func TestHTTPValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		addr string
+		want []string
+	}{
+		{name: "off", yaml: "http: {}\n"},
+		{name: "port alone is loopback", yaml: "http: {listen: \"9090\"}\n", addr: "127.0.0.1:9090"},
+		{name: "colon port is loopback", yaml: "http: {listen: \":9090\"}\n", addr: "127.0.0.1:9090"},
+		{name: "every interface", yaml: "http: {listen: \"0.0.0.0:9090\", admin_token: 0123456789abcdef}\n", addr: "0.0.0.0:9090"},
+		{name: "ipv6", yaml: "http: {listen: \"[::1]:9090\"}\n", addr: "[::1]:9090"},
+		{name: "bad port", yaml: "http: {listen: \"127.0.0.1:99999\"}\n",
+			want: []string{`config.yaml:3: http.listen: "127.0.0.1:99999" has no valid port (0-65535)`}},
+		{name: "host name", yaml: "http: {listen: \"example.org:80\"}\n",
+			want: []string{`config.yaml:3: http.listen: "example.org:80": the host must be an IP address or localhost`}},
+		{name: "short token", yaml: "http: {listen: \":1\", admin_token: short-secret}\n",
+			want: []string{`config.yaml:3: http.admin_token: is too short: use at least 16 characters (e.g. from openssl rand -hex 32)`}},
+		{name: "token without listener", yaml: "http: {admin_token: 0123456789abcdef}\n",
+			want: []string{`config.yaml:3: http.admin_token: has no effect without http.listen`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Parse([]byte(minimal+tt.yaml), "config.yaml", fakeEnv(nil))
+			var got []string
+			var list config.ErrorList
+			if errors.As(err, &list) {
+				for _, e := range list {
+					got = append(got, e.Error())
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("errors:\n got %q\nwant %q", got, tt.want)
+			}
+			if err == nil && c.HTTP.Address() != tt.addr {
+				t.Errorf("Address() = %q, want %q", c.HTTP.Address(), tt.addr)
+			}
+		})
+	}
+}

@@ -61,7 +61,8 @@ func RenderMessage(items []hooks.EnrichmentItem) string {
 // keys keep their given order. It returns "" when items is empty. items itself
 // is not modified. Like RenderMessage it drops nothing.
 func RenderSystem(items []hooks.EnrichmentItem) string {
-	return renderSystem(items, selectAll)
+	block, _ := renderSystem(items, selectAll)
+	return block
 }
 
 // RenderTransient wraps the non-empty parts, joined by a blank line, in a
@@ -183,7 +184,9 @@ func renderMessage(items []hooks.EnrichmentItem, sel selector) string {
 // orderBufLen is how many items renderSystem orders without a heap allocation.
 const orderBufLen = 32
 
-func renderSystem(items []hooks.EnrichmentItem, sel selector) string {
+// renderSystem renders the system block and says how many of its leading
+// bytes come from Stable items only (see Turn.SystemStable).
+func renderSystem(items []hooks.EnrichmentItem, sel selector) (string, int) {
 	var buf [orderBufLen]int
 	order := buf[:0]
 	for i := range items {
@@ -192,7 +195,7 @@ func renderSystem(items []hooks.EnrichmentItem, sel selector) string {
 		}
 	}
 	if len(order) == 0 {
-		return ""
+		return "", 0
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
 		return compareSystem(&items[a], &items[b])
@@ -205,14 +208,23 @@ func renderSystem(items []hooks.EnrichmentItem, sel selector) string {
 	var b strings.Builder
 	b.Grow(n)
 	b.WriteString(systemOpen)
+	stable, allStable := 0, true
 	for k, i := range order {
 		if k > 0 {
 			b.WriteString(itemSep)
 		}
 		writeItem(&b, &items[i])
+		if items[i].CachePolicy == hooks.Stable {
+			stable = b.Len() // stable items come first
+		} else {
+			allStable = false
+		}
 	}
 	b.WriteString(systemClose)
-	return b.String()
+	if allStable {
+		stable = b.Len()
+	}
+	return b.String(), stable
 }
 
 // compareSystem orders system items: Stable before everything else, then by

@@ -30,7 +30,7 @@ func IsReserved(key string) bool {
 }
 
 // Turn is what the enrichment of one turn produces for the model call. Only
-// Prompt is stored; the other two fields are rebuilt on every run.
+// Prompt is stored; the other fields are rebuilt on every run.
 type Turn struct {
 	// Prompt is the model-facing user turn: the user's text with the
 	// persisted message-context block appended. It is what session history
@@ -42,6 +42,11 @@ type Turn struct {
 	// System is a system-context block (or "") appended to the agent's system
 	// prompt for this run only. It is never stored.
 	System string
+	// SystemStable is how many leading bytes of System are rendered from
+	// Stable items only (the whole block when every item is Stable, 0 when
+	// none is): that prefix is the same on every turn that collects the
+	// same stable items, so a provider may cache the prompt up to its end.
+	SystemStable int
 }
 
 // Build splits and renders the items collected for one turn:
@@ -61,17 +66,20 @@ type Turn struct {
 //     there is nothing to send.
 //   - system items are rendered by RenderSystem (stable first, each group
 //     sorted by key); their Transient flag is ignored because the system
-//     block is never stored anyway.
+//     block is never stored anyway. SystemStable ends after the last Stable
+//     item (or covers the whole block when all are Stable).
 //
 // Build is a pure function: it neither modifies its arguments nor keeps
 // them, and the same arguments always give the same Turn. extraTransient
 // parts are inserted verbatim; the runtime uses them for context it renders
 // itself (its matrix_message_target item, memory lookups, …).
 func Build(userText string, message, system []hooks.EnrichmentItem, extraTransient ...string) Turn {
+	sys, stable := renderSystem(system, selectKept)
 	return Turn{
-		Prompt:    buildPrompt(userText, message),
-		Transient: renderTransient(message, selectTransient, extraTransient),
-		System:    renderSystem(system, selectKept),
+		Prompt:       buildPrompt(userText, message),
+		Transient:    renderTransient(message, selectTransient, extraTransient),
+		System:       sys,
+		SystemStable: stable,
 	}
 }
 

@@ -90,6 +90,8 @@ func TestBuild(t *testing.T) {
 				Prompt:    "q\n\n" + RenderMessage([]hooks.EnrichmentItem{persisted}),
 				Transient: RenderTransient(RenderMessage([]hooks.EnrichmentItem{transient})),
 				System:    RenderSystem([]hooks.EnrichmentItem{sysStable, sysVolatile}),
+				SystemStable: len(RenderSystem([]hooks.EnrichmentItem{sysStable, sysVolatile})) -
+					len("\n<item key=\"focus\" cache_policy=\"volatile\">\ntriage\n</item>\n</hookroom_system_context>"),
 			},
 		},
 		{
@@ -102,6 +104,8 @@ func TestBuild(t *testing.T) {
 					"<item key=\"tags\" cache_policy=\"stable\">\nbackend\n</item>\n" +
 					"<item key=\"focus\" cache_policy=\"volatile\">\ntriage\n</item>\n" +
 					"</hookroom_system_context>",
+				SystemStable: len("<hookroom_system_context>\n" +
+					"<item key=\"tags\" cache_policy=\"stable\">\nbackend\n</item>"),
 			},
 		},
 		{
@@ -180,5 +184,50 @@ func TestReservedKeys(t *testing.T) {
 		if IsReserved(k) {
 			t.Errorf("IsReserved(%q) = true", k)
 		}
+	}
+}
+
+// SystemStable covers exactly the stable items: cut there and closed, the
+// block is what the stable items alone render; the volatile items do not
+// move it.
+func TestSystemStable(t *testing.T) {
+	stableA := hooks.EnrichmentItem{Key: "a", Text: "alpha", CachePolicy: hooks.Stable}
+	stableZ := hooks.EnrichmentItem{Key: "z", Text: "zulu", CachePolicy: hooks.Stable}
+	volatile1 := hooks.EnrichmentItem{Key: "b", Text: "now 1", CachePolicy: hooks.Volatile}
+	volatile2 := hooks.EnrichmentItem{Key: "c", Text: "now 2 with more text"}
+	tests := []struct {
+		name   string
+		system []hooks.EnrichmentItem
+		stable []hooks.EnrichmentItem
+	}{
+		{name: "nothing collected"},
+		{name: "only volatile items", system: []hooks.EnrichmentItem{volatile1, volatile2}},
+		{name: "only stable items", system: []hooks.EnrichmentItem{stableZ, stableA}, stable: []hooks.EnrichmentItem{stableA, stableZ}},
+		{name: "mixed", system: []hooks.EnrichmentItem{volatile2, stableZ, volatile1, stableA}, stable: []hooks.EnrichmentItem{stableA, stableZ}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			turn := Build("q", nil, tc.system)
+			if len(tc.stable) == 0 {
+				if turn.SystemStable != 0 {
+					t.Fatalf("SystemStable = %d without stable items", turn.SystemStable)
+				}
+				return
+			}
+			want := RenderSystem(tc.stable)
+			got := turn.System[:turn.SystemStable]
+			if !strings.HasSuffix(got, systemClose) {
+				got += systemClose
+			}
+			if got != want {
+				t.Errorf("stable prefix closed = %q, want %q", got, want)
+			}
+			// Other volatile items leave the prefix unchanged (up to the
+			// closing tag, which follows the volatile items).
+			other := Build("q", nil, append(slices.Clone(tc.stable), hooks.EnrichmentItem{Key: "d", Text: "different"}))
+			if a, b := other.System[:other.SystemStable], strings.TrimSuffix(want, systemClose); a != b {
+				t.Errorf("with another volatile item the stable prefix is %q, want %q", a, b)
+			}
+		})
 	}
 }

@@ -97,7 +97,7 @@ func (c *MessageReceivedContext) isolate() {
 	c.Envelope.clone()
 	c.SkipPlugins = cloneNonEmpty(c.SkipPlugins)
 }
-func (c *MessageReceivedContext) merge(from *MessageReceivedContext) { c.Suppress = from.Suppress }
+func (c *MessageReceivedContext) merge(from *MessageReceivedContext) { mergeFields(c, from) }
 
 // ClaimResponse is what a claiming hook answers with.
 type ClaimResponse struct {
@@ -124,7 +124,7 @@ func (c *MessageClaimContext) Claim(text string) { c.Claimed = &ClaimResponse{Te
 
 func (c *MessageClaimContext) route() route                    { return c.Envelope.route() }
 func (c *MessageClaimContext) isolate()                        { c.Envelope.clone() }
-func (c *MessageClaimContext) merge(from *MessageClaimContext) { c.Claimed = from.Claimed }
+func (c *MessageClaimContext) merge(from *MessageClaimContext) { mergeFields(c, from) }
 func (c *MessageClaimContext) stopped() bool                   { return c.Claimed != nil }
 
 // MessageEnrichContext is passed to message:enrich hooks (collector, 2 s).
@@ -147,11 +147,9 @@ func (c *MessageEnrichContext) AddMetadata(key, text string, flags ...ItemFlag) 
 	c.Items = append(c.Items, newItem(key, text, flags))
 }
 
-func (c *MessageEnrichContext) route() route { return c.Envelope.route() }
-func (c *MessageEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
-func (c *MessageEnrichContext) merge(from *MessageEnrichContext) {
-	c.Items = append(c.Items, from.Items...)
-}
+func (c *MessageEnrichContext) route() route                     { return c.Envelope.route() }
+func (c *MessageEnrichContext) isolate()                         { c.Envelope.clone(); c.Items = nil }
+func (c *MessageEnrichContext) merge(from *MessageEnrichContext) { mergeFields(c, from) }
 
 // SystemEnrichContext is passed to system:enrich hooks (collector, 2 s). It
 // fires right after message:enrich. Items added with AddInstruction are
@@ -168,11 +166,9 @@ func (c *SystemEnrichContext) AddInstruction(key, text string, flags ...ItemFlag
 	c.Items = append(c.Items, newItem(key, text, flags))
 }
 
-func (c *SystemEnrichContext) route() route { return c.Envelope.route() }
-func (c *SystemEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
-func (c *SystemEnrichContext) merge(from *SystemEnrichContext) {
-	c.Items = append(c.Items, from.Items...)
-}
+func (c *SystemEnrichContext) route() route                    { return c.Envelope.route() }
+func (c *SystemEnrichContext) isolate()                        { c.Envelope.clone(); c.Items = nil }
+func (c *SystemEnrichContext) merge(from *SystemEnrichContext) { mergeFields(c, from) }
 
 // ResponseKind says who produced a reply.
 type ResponseKind string
@@ -231,12 +227,7 @@ func (c *BeforeResponseContext) isolate() {
 }
 
 // merge takes the fields a before_response hook may change.
-func (c *BeforeResponseContext) merge(from *BeforeResponseContext) {
-	c.Draft.Text = from.Draft.Text
-	c.Draft.ToolTrace = from.Draft.ToolTrace
-	c.Draft.Extra = from.Draft.Extra
-	c.Draft.Suppress = from.Draft.Suppress
-}
+func (c *BeforeResponseContext) merge(from *BeforeResponseContext) { mergeFields(c, from) }
 
 // FinalDraft is the final text of a streamed reply before its last edit.
 type FinalDraft struct {
@@ -254,11 +245,9 @@ type FinalResponseContext struct {
 	Draft FinalDraft `json:"draft"`
 }
 
-func (c *FinalResponseContext) route() route { return c.Draft.Envelope.route() }
-func (c *FinalResponseContext) isolate()     { c.Draft.Envelope.clone() }
-func (c *FinalResponseContext) merge(from *FinalResponseContext) {
-	c.Draft.Text = from.Draft.Text
-}
+func (c *FinalResponseContext) route() route                     { return c.Draft.Envelope.route() }
+func (c *FinalResponseContext) isolate()                         { c.Draft.Envelope.clone() }
+func (c *FinalResponseContext) merge(from *FinalResponseContext) { mergeFields(c, from) }
 
 // DeliveryKind says how the final reply reached the room.
 type DeliveryKind string
@@ -452,8 +441,13 @@ func (c *CompactionContext) isolate() {
 func (c *CompactionContext) merge(*CompactionContext) {}
 
 // ScheduleFiredContext is passed to schedule:fired hooks (observer, 1 s). It
-// fires before a scheduled task posts its message. A hook may change
-// MessageText or set Suppress (nothing is posted).
+// fires when a scheduled task is due, before the router posts its message
+// (which then enters the pipeline on behalf of CreatedBy, in ThreadID). A
+// hook may change MessageText or set Suppress (nothing is posted). Schedule
+// describes when the task runs ("every weekday at 09:00 (UTC)"); Agent is
+// the agent that created the task with the schedule tool and that the
+// message is addressed to ("" for !schedule); DueAt is the due time the
+// firing is for (RFC 3339 with milliseconds, UTC).
 type ScheduleFiredContext struct {
 	Base
 	TaskID      string     `json:"task_id"`
@@ -461,6 +455,8 @@ type ScheduleFiredContext struct {
 	RoomID      id.RoomID  `json:"room_id"`
 	ThreadID    id.EventID `json:"thread_id,omitempty"`
 	CreatedBy   id.UserID  `json:"created_by,omitempty"`
+	Agent       AgentName  `json:"agent,omitempty"`
+	DueAt       string     `json:"due_at,omitempty"`
 	MessageText string     `json:"message_text"`
 	Suppress    bool       `json:"suppress"`
 }
@@ -468,11 +464,8 @@ type ScheduleFiredContext struct {
 func (c *ScheduleFiredContext) route() route {
 	return route{room: c.RoomID, thread: c.ThreadID, requester: c.CreatedBy, sendThread: c.ThreadID}
 }
-func (c *ScheduleFiredContext) isolate() {}
-func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) {
-	c.MessageText = from.MessageText
-	c.Suppress = from.Suppress
-}
+func (c *ScheduleFiredContext) isolate()                         {}
+func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) { mergeFields(c, from) }
 
 // ReactionReceivedContext is passed to reaction:received hooks (observer,
 // 500 ms). It fires for a reaction from an authorized person after the
@@ -565,13 +558,22 @@ func (t *ToolCall) route() route {
 // ToolBeforeCallContext is passed to tool:before_call hooks (gate, 200 ms).
 // It fires right before each tool call. A hook may Decline the call: the
 // chain stops and the model gets a declined result with the reason instead
-// of the tool's output. A failing hook is ignored, unless its failure policy
-// is closed: then the call is declined because the gate was unavailable.
+// of the tool's output. A hook may instead RequireApproval: the chain goes
+// on (a later hook may still decline; a decline beats an approval), and
+// after the gates the call waits for a person's approval (see
+// tool:approval_requested). A failing hook is ignored, unless its failure
+// policy is closed: then the call is declined because the gate was
+// unavailable.
 type ToolBeforeCallContext struct {
 	Base
 	ToolCall
 	Declined      bool   `json:"declined"`
 	DeclineReason string `json:"decline_reason,omitempty"`
+	// ApprovalRequired is set when a hook asked for a person's approval
+	// (or a tool_approval rule did before the hooks ran); ApprovalReason
+	// says why, and is shown on the approval card.
+	ApprovalRequired bool   `json:"approval_required"`
+	ApprovalReason   string `json:"approval_reason"`
 }
 
 // Decline refuses the tool call with a reason the model will see.
@@ -580,13 +582,20 @@ func (c *ToolBeforeCallContext) Decline(reason string) {
 	c.DeclineReason = reason
 }
 
-func (c *ToolBeforeCallContext) route() route { return c.ToolCall.route() }
-func (c *ToolBeforeCallContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
-func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) {
-	c.Declined = from.Declined
-	c.DeclineReason = from.DeclineReason
+// RequireApproval makes the call wait for a person's approval instead of
+// running right away, with a reason shown to the person. The first reason
+// given is kept.
+func (c *ToolBeforeCallContext) RequireApproval(reason string) {
+	if !c.ApprovalRequired || c.ApprovalReason == "" {
+		c.ApprovalReason = reason
+	}
+	c.ApprovalRequired = true
 }
-func (c *ToolBeforeCallContext) stopped() bool { return c.Declined }
+
+func (c *ToolBeforeCallContext) route() route                      { return c.ToolCall.route() }
+func (c *ToolBeforeCallContext) isolate()                          { c.Arguments = cloneNonEmpty(c.Arguments) }
+func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) { mergeFields(c, from) }
+func (c *ToolBeforeCallContext) stopped() bool                     { return c.Declined }
 func (c *ToolBeforeCallContext) declineUnavailable(reason string) {
 	c.Declined = true
 	c.DeclineReason = reason
@@ -607,6 +616,90 @@ type ToolAfterCallContext struct {
 func (c *ToolAfterCallContext) route() route                { return c.ToolCall.route() }
 func (c *ToolAfterCallContext) isolate()                    { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolAfterCallContext) merge(*ToolAfterCallContext) {}
+
+// ApprovalDecision is a tool:approval_requested hook's decision.
+type ApprovalDecision string
+
+// The decisions a tool:approval_requested hook can make.
+const (
+	ApprovalApprove ApprovalDecision = "approve"
+	ApprovalDeny    ApprovalDecision = "deny"
+)
+
+// ToolApprovalRequestedContext is passed to tool:approval_requested hooks
+// (gate, 2 s). It fires when a tool call needs a person's approval (a
+// tool_approval rule or a tool:before_call hook asked for it), before the
+// approval card is posted. A hook may decide instead of a person: Approve
+// or Deny stops the chain, no card is posted, and tool:approval_resolved
+// follows. A failing hook is ignored, unless its failure policy is closed:
+// then the call is denied. When no hook decides, the card is posted and the
+// call waits until ExpiresAt.
+type ToolApprovalRequestedContext struct {
+	Base
+	ToolCall
+	ApprovalID string `json:"approval_id"`
+	// Reason says why the call needs approval.
+	Reason    string    `json:"reason,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Decision is "" (no decision: ask a person), "approve" or "deny";
+	// DecisionReason goes with it (the model sees a denial's reason).
+	Decision       ApprovalDecision `json:"decision,omitempty"`
+	DecisionReason string           `json:"decision_reason,omitempty"`
+}
+
+// Approve lets the call run without asking a person.
+func (c *ToolApprovalRequestedContext) Approve(reason string) {
+	c.Decision, c.DecisionReason = ApprovalApprove, reason
+}
+
+// Deny refuses the call without asking a person; the model sees reason.
+func (c *ToolApprovalRequestedContext) Deny(reason string) {
+	c.Decision, c.DecisionReason = ApprovalDeny, reason
+}
+
+func (c *ToolApprovalRequestedContext) route() route { return c.ToolCall.route() }
+func (c *ToolApprovalRequestedContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
+func (c *ToolApprovalRequestedContext) merge(from *ToolApprovalRequestedContext) {
+	mergeFields(c, from)
+}
+func (c *ToolApprovalRequestedContext) stopped() bool { return c.Decision != "" }
+func (c *ToolApprovalRequestedContext) declineUnavailable(reason string) {
+	c.Decision, c.DecisionReason = ApprovalDeny, reason
+}
+
+// ApprovalOutcome is how an approval ended.
+type ApprovalOutcome string
+
+// The outcomes of an approval.
+const (
+	ApprovalApproved  ApprovalOutcome = "approved"
+	ApprovalDenied    ApprovalOutcome = "denied"
+	ApprovalExpired   ApprovalOutcome = "expired"   // nobody answered in time: denied
+	ApprovalCancelled ApprovalOutcome = "cancelled" // the turn ended or no longer makes the call
+)
+
+// ToolApprovalResolvedContext is passed to tool:approval_resolved hooks
+// (observer, 1 s). It fires once per approval when it ends: approved or
+// denied by a person or a tool:approval_requested hook, expired at its
+// deadline, or cancelled (the turn was stopped, or after a restart no
+// longer made the call). Nothing can be changed.
+type ToolApprovalResolvedContext struct {
+	Base
+	ToolCall
+	ApprovalID string          `json:"approval_id"`
+	Reason     string          `json:"reason,omitempty"`
+	Outcome    ApprovalOutcome `json:"outcome"`
+	// DecidedBy is the person who answered; "" when a hook, the deadline
+	// or the turn's end decided.
+	DecidedBy      id.UserID `json:"decided_by,omitempty"`
+	DecisionReason string    `json:"decision_reason,omitempty"`
+	// Waited is how long the call waited for the decision.
+	Waited time.Duration `json:"waited_ns"`
+}
+
+func (c *ToolApprovalResolvedContext) route() route                       { return c.ToolCall.route() }
+func (c *ToolApprovalResolvedContext) isolate()                           { c.Arguments = cloneNonEmpty(c.Arguments) }
+func (c *ToolApprovalResolvedContext) merge(*ToolApprovalResolvedContext) {}
 
 // CustomEventContext is passed to hooks of custom events (observer, 1 s),
 // which plugins emit with Emit from hooks and tools.
@@ -652,9 +745,13 @@ var (
 	_ = guard[ConfigReloadedContext, *ConfigReloadedContext]
 	_ = guard[ToolBeforeCallContext, *ToolBeforeCallContext]
 	_ = guard[ToolAfterCallContext, *ToolAfterCallContext]
+	_ = guard[ToolApprovalRequestedContext, *ToolApprovalRequestedContext]
+	_ = guard[ToolApprovalResolvedContext, *ToolApprovalResolvedContext]
 	_ = guard[CustomEventContext, *CustomEventContext]
 
 	_ stopper    = (*ToolBeforeCallContext)(nil)
 	_ stopper    = (*MessageClaimContext)(nil)
 	_ failCloser = (*ToolBeforeCallContext)(nil)
+	_ stopper    = (*ToolApprovalRequestedContext)(nil)
+	_ failCloser = (*ToolApprovalRequestedContext)(nil)
 )

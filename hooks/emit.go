@@ -413,6 +413,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		abandoned = true
 		s.w.cancel()
 		em := &s.em
+		h.stats.abandoned.Add(1)
 		em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
 		own := &s.owns[j]
 		own.done.Store(true)
@@ -441,8 +442,16 @@ func (s *serialRun[T, P]) failClosed(h *registered, why string) bool {
 	if !ok {
 		return false
 	}
-	fc.declineUnavailable(fmt.Sprintf("gate %s/%s was unavailable (%s), so the call was declined", h.plugin.name, h.name, why))
+	fc.declineUnavailable(fmt.Sprintf("gate %s/%s was unavailable (%s), so the call was %s", h.plugin.name, h.name, why, failClosedWord(s.em.info.name)))
 	return true
+}
+
+// failClosedWord is what a closed gate's failure does to the call.
+func failClosedWord(event string) string {
+	if event == ToolApprovalRequested.Name() {
+		return "denied"
+	}
+	return "declined"
 }
 
 // slot returns hook j's slot.
@@ -664,6 +673,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			}
 			abandoned = true
 			h := hooks[j]
+			h.stats.abandoned.Add(1)
 			s.em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
 			sl.hc.release()
 			if int(s.next.Load()) < n {

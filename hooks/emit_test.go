@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,16 +62,27 @@ func wantStats(t *testing.T, reg *hooks.Registry, b behaviour) {
 		if s.Hook != "subject" {
 			continue
 		}
-		want := hooks.HookStats{Event: s.Event, Plugin: s.Plugin, Hook: s.Hook, Invocations: 1, Total: s.Total, Max: s.Max}
+		want := hooks.HookStats{Event: s.Event, Plugin: s.Plugin, Hook: s.Hook, Invocations: 1, Total: s.Total, Max: s.Max, Buckets: s.Buckets}
 		switch b {
 		case fail:
 			want.Errors = 1
 		case late, ignores:
-			want.Timeouts = 1
+			// Both outlive their deadline by more than the grace: the
+			// emission gives up on them.
+			want.Timeouts, want.Abandoned = 1, 1
 		case panics:
 			want.Panics = 1
 		}
-		if s != want {
+		// The one run is in the bucket of its duration and every one above.
+		for i, n := range s.Buckets {
+			if in := s.Total <= hooks.LatencyBuckets[i]; (n == 1) != in || n > 1 {
+				t.Errorf("bucket %d (≤%v) = %d for a run of %v", i, hooks.LatencyBuckets[i], n, s.Total)
+			}
+		}
+		if len(s.Buckets) != len(hooks.LatencyBuckets) {
+			t.Errorf("%d buckets, want %d", len(s.Buckets), len(hooks.LatencyBuckets))
+		}
+		if !reflect.DeepEqual(s, want) {
 			t.Errorf("stats = %+v, want %+v", s, want)
 		}
 		return

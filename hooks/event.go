@@ -115,6 +115,8 @@ var (
 	ConfigReloaded                = builtin[ConfigReloadedContext]("config:reloaded", Observer, 5000, 0)
 	ToolBeforeCall                = builtin[ToolBeforeCallContext]("tool:before_call", Gate, 200, scopeAgent|scopeRoom)
 	ToolAfterCall                 = builtin[ToolAfterCallContext]("tool:after_call", Observer, 300, scopeAgent|scopeRoom)
+	ToolApprovalRequested         = builtin[ToolApprovalRequestedContext]("tool:approval_requested", Gate, 2000, scopeAgent|scopeRoom)
+	ToolApprovalResolved          = builtin[ToolApprovalResolvedContext]("tool:approval_resolved", Observer, 1000, scopeAgent|scopeRoom)
 )
 
 var builtinByName = func() map[string]*eventInfo {

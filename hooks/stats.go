@@ -11,8 +11,23 @@ type hookStats struct {
 	errors      atomic.Uint64
 	timeouts    atomic.Uint64
 	panics      atomic.Uint64
+	abandoned   atomic.Uint64
 	totalNanos  atomic.Int64
 	maxNanos    atomic.Int64
+	// buckets counts runs by duration: buckets[i] those up to
+	// LatencyBuckets[i] (and above the previous bound), the last one those
+	// above every bound.
+	buckets [len(LatencyBuckets) + 1]atomic.Uint64
+}
+
+// LatencyBuckets are the upper bounds of the run-time histogram HookStats
+// keeps (Prometheus-style buckets, from sub-millisecond built-in hooks to
+// slow process-plugin hooks near their deadline).
+var LatencyBuckets = [...]time.Duration{
+	250 * time.Microsecond, 500 * time.Microsecond, time.Millisecond, 2500 * time.Microsecond,
+	5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second,
+	2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second,
 }
 
 // Outcome is how one hook run ended.
@@ -68,6 +83,11 @@ func (s *hookStats) record(d time.Duration, o Outcome) {
 			break
 		}
 	}
+	i := 0
+	for i < len(LatencyBuckets) && d > LatencyBuckets[i] {
+		i++
+	}
+	s.buckets[i].Add(1)
 	switch o {
 	case OutcomeError:
 		s.errors.Add(1)
@@ -94,10 +114,17 @@ type HookStats struct {
 	Timeouts uint64 `json:"timeouts"`
 	// Panics counts runs that panicked.
 	Panics uint64 `json:"panics"`
+	// Abandoned counts the timed-out runs whose hook had not returned
+	// when the emission gave up on it (a part of Timeouts).
+	Abandoned uint64 `json:"abandoned"`
 	// Total and Max are the summed and the longest run time; an abandoned
 	// run counts with the time until it was abandoned.
 	Total time.Duration `json:"total_ns"`
 	Max   time.Duration `json:"max_ns"`
+	// Buckets counts the runs by duration, cumulatively: Buckets[i] is the
+	// number of runs that took at most LatencyBuckets[i]. Runs above the
+	// last bound are Invocations minus the last bucket.
+	Buckets []uint64 `json:"buckets,omitempty"`
 }
 
 // Mean returns the mean run time.
@@ -114,11 +141,18 @@ func (r *Registry) Stats() []HookStats {
 	out := make([]HookStats, 0, len(r.all))
 	for _, h := range r.all {
 		s := h.stats
+		buckets := make([]uint64, len(LatencyBuckets))
+		var cum uint64
+		for i := range buckets {
+			cum += s.buckets[i].Load()
+			buckets[i] = cum
+		}
 		out = append(out, HookStats{
 			Event: h.event.name, Plugin: h.plugin.name, Hook: h.name,
 			Invocations: s.invocations.Load(), Errors: s.errors.Load(),
-			Timeouts: s.timeouts.Load(), Panics: s.panics.Load(),
+			Timeouts: s.timeouts.Load(), Panics: s.panics.Load(), Abandoned: s.abandoned.Load(),
 			Total: time.Duration(s.totalNanos.Load()), Max: time.Duration(s.maxNanos.Load()),
+			Buckets: buckets,
 		})
 	}
 	return out

@@ -24,14 +24,30 @@ import (
 type AccountSpec struct {
 	// Localpart is the user id's local part ("router" for
 	// "@router:example.org"). It is lower-cased, as Matrix requires.
+	// Ignored when UserID is set.
 	Localpart string
+	// UserID is the full user id of an existing account; empty means
+	// @Localpart:Config.ServerName.
+	UserID id.UserID
 	// DisplayName is set on the account's profile when it differs. Empty
-	// leaves the profile alone.
+	// leaves the display name alone.
 	DisplayName string
+	// Avatar is the account's profile picture; the zero value leaves it
+	// alone.
+	Avatar Avatar
+	// AccessToken is a token of an existing login of the account (for
+	// homeservers behind Matrix Authentication Service, where hookroom
+	// cannot log in itself). It is checked with whoami, which must name
+	// the account; it is preferred over everything else.
+	AccessToken string
+	// DeviceID is AccessToken's device, for homeservers whose whoami does
+	// not return it.
+	DeviceID id.DeviceID
 	// Password is the password of an existing account that hookroom did not
 	// create (for homeservers where registration is not available). Leave it
 	// empty for accounts hookroom creates: it generates and stores a strong
-	// random password for those.
+	// random password for those. With AccessToken too, it is the fallback
+	// when the token is rejected.
 	Password string
 }
 
@@ -42,6 +58,16 @@ var (
 	// ErrAccountTaken is returned by EnsureAccount when the account exists on
 	// the homeserver but hookroom has no password that logs in to it.
 	ErrAccountTaken = errors.New("account exists on the homeserver but hookroom cannot log in to it")
+	// ErrTokenRejected is returned by EnsureAccount when the configured
+	// access token is not (or no longer) valid and no password is
+	// configured to log in with instead. The error names the account,
+	// never the token.
+	ErrTokenRejected = errors.New("the homeserver rejected the configured access token")
+	// ErrDeviceKeysUnknown is returned by EnsureAccount when the configured
+	// access token's device already has encryption keys on the homeserver
+	// that this database does not hold (the token belongs to a login made
+	// elsewhere, or the database was lost): hookroom cannot use the device.
+	ErrDeviceKeysUnknown = errors.New("the device already has encryption keys that hookroom does not hold")
 	// ErrNotFound is wrapped by errors for things that do not exist: a room
 	// alias that resolves to nothing, a state event that was never set.
 	ErrNotFound = errors.New("not found")
@@ -122,21 +148,29 @@ func (m *Manager) Close() {
 // wrapping mautrix.MUnknownToken (the token was revoked): the account logs
 // in anew, on the same device, and Run can be started again.
 //
-// In order, it: reuses the stored access token if whoami still accepts it;
-// else logs in with the configured or stored password, asking for the
-// stored device id so the device (and with it the transaction-id scope)
-// survives restarts; else creates the account with the configured
-// registration method and a generated random password, which is stored
-// before the account is created. Finally it sets the display name if it
-// differs. Credentials are persisted; they are never logged.
+// In order, it: uses spec.AccessToken if whoami accepts it for the
+// account (on the device whoami names, else spec.DeviceID); reuses the
+// stored access token if whoami still accepts it; else logs in with the
+// configured or stored password, asking for the stored device id so the
+// device (and with it the transaction-id scope) survives restarts; else,
+// unless the spec configures a token or password (then the error wraps
+// ErrTokenRejected or the login's error), creates the account with the
+// configured registration method and a generated random password, which
+// is stored before the account is created. A configured token whose device
+// has keys this database does not hold fails with ErrDeviceKeysUnknown.
+// Finally it sets the display name and avatar if they differ. Credentials
+// are persisted; they are never logged.
 func (m *Manager) EnsureAccount(ctx context.Context, spec AccountSpec) (*Account, error) {
-	if spec.Localpart == "" {
+	if spec.Localpart == "" && spec.UserID == "" {
 		return nil, fmt.Errorf("%w: account localpart is empty", ErrInvalidConfig)
 	}
 	m.ensureMu.Lock()
 	defer m.ensureMu.Unlock()
 
-	userID := m.UserID(spec.Localpart)
+	userID := spec.UserID
+	if userID == "" {
+		userID = m.UserID(spec.Localpart)
+	}
 	log := zerolog.Ctx(ctx).With().Stringer("user_id", userID).Logger()
 	ctx = log.WithContext(ctx)
 
@@ -152,7 +186,14 @@ func (m *Manager) EnsureAccount(ctx context.Context, spec AccountSpec) (*Account
 		return nil, err
 	}
 	helper, err := m.initCrypto(ctx, cli, password)
-	if errors.Is(err, errDeviceReset) {
+	if errors.Is(err, errDeviceKeysForeign) && cli.AccessToken == spec.AccessToken {
+		// A login made elsewhere (or before the database was lost): its
+		// device cannot get new keys, and moving to another device on
+		// every start would pile up devices.
+		return nil, fmt.Errorf("failed to set up encryption for %s on device %s: %w (issue an access token of a new login for hookroom, or remove access_token and configure a password)",
+			userID, cli.DeviceID, ErrDeviceKeysUnknown)
+	}
+	if errors.Is(err, errDeviceReset) || errors.Is(err, errDeviceKeysForeign) {
 		if err := m.replaceDevice(ctx, cli, spec); err != nil {
 			return nil, err
 		}
@@ -169,7 +210,7 @@ func (m *Manager) EnsureAccount(ctx context.Context, spec AccountSpec) (*Account
 	acct.client = cli
 	acct.helper = helper
 	acct.mu.Unlock()
-	if err := acct.ensureDisplayName(ctx, spec.DisplayName); err != nil {
+	if err := acct.setProfile(ctx, Profile{DisplayName: spec.DisplayName, Avatar: spec.Avatar}); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -228,6 +269,7 @@ func (m *Manager) replaceDevice(ctx context.Context, cli *mautrix.Client, spec A
 		}
 	}
 	cli.AccessToken, cli.DeviceID = "", ""
+	spec.AccessToken = "" // its device is the one being left
 	if err := m.authenticate(ctx, cli, spec); err != nil {
 		return fmt.Errorf("failed to log in on a new device: %w", err)
 	}
@@ -243,6 +285,23 @@ func (m *Manager) authenticate(ctx context.Context, cli *mautrix.Client, spec Ac
 	}
 	if creds == nil {
 		creds = &credentials{UserID: cli.UserID}
+	}
+
+	// 0. The configured access token.
+	tokenRejected := false
+	if spec.AccessToken != "" {
+		ok, err := m.checkConfiguredToken(ctx, cli, creds, spec)
+		if err != nil || ok {
+			return err
+		}
+		tokenRejected = true
+		if creds.AccessToken == spec.AccessToken {
+			creds.AccessToken = ""
+		}
+		if spec.Password == "" && creds.AccessToken == "" {
+			return fmt.Errorf("failed to log in as %s: %w (M_UNKNOWN_TOKEN: it expired or was revoked; issue a new one, or configure a password)", cli.UserID, ErrTokenRejected)
+		}
+		log.Warn().Msg("The homeserver rejected the configured access token; trying the stored credentials and the configured password")
 	}
 
 	// 1. The stored access token.
@@ -279,7 +338,10 @@ func (m *Manager) authenticate(ctx context.Context, cli *mautrix.Client, spec Ac
 		// created (a crash between storing the password and registering).
 	}
 
-	// 3. Create the account.
+	// 3. Create the account, unless it is configured as an existing one.
+	if tokenRejected {
+		return fmt.Errorf("failed to log in as %s: %w (M_UNKNOWN_TOKEN: it expired or was revoked; issue a new one)", cli.UserID, ErrTokenRejected)
+	}
 	if m.cfg.Registration.SharedSecret == "" && m.cfg.Registration.Token == "" {
 		if loginErr != nil {
 			return fmt.Errorf("failed to log in as %s (%w): %w", cli.UserID, ErrNoRegistration, loginErr)
@@ -316,6 +378,49 @@ func (m *Manager) authenticate(ctx context.Context, cli *mautrix.Client, spec Ac
 		return fmt.Errorf("failed to log in as %s after registering: %w", cli.UserID, err)
 	}
 	return nil
+}
+
+// checkConfiguredToken checks spec's access token with whoami and adopts it
+// into cli and creds (stored) if the homeserver accepts it for cli's user.
+// It reports false if the homeserver rejects the token.
+func (m *Manager) checkConfiguredToken(ctx context.Context, cli *mautrix.Client, creds *credentials, spec AccountSpec) (bool, error) {
+	cli.AccessToken, cli.DeviceID = spec.AccessToken, ""
+	var resp *mautrix.RespWhoami
+	err := m.retry.do(ctx, "whoami", retryTransient, func(ctx context.Context) (err error) {
+		resp, err = cli.Whoami(ctx)
+		return err
+	})
+	if errors.Is(err, mautrix.MUnknownToken) || errors.Is(err, mautrix.MMissingToken) {
+		cli.AccessToken = ""
+		return false, nil
+	} else if err != nil {
+		cli.AccessToken = ""
+		return false, fmt.Errorf("failed to check the configured access token of %s: %w", cli.UserID, err)
+	}
+	if resp.UserID != cli.UserID {
+		cli.AccessToken = ""
+		return false, fmt.Errorf("the configured access token of %s belongs to %s", cli.UserID, resp.UserID)
+	}
+	device := resp.DeviceID
+	switch {
+	case device == "" && spec.DeviceID == "":
+		cli.AccessToken = ""
+		return false, fmt.Errorf("the homeserver does not say which device the configured access token of %s belongs to: configure its device_id", cli.UserID)
+	case device == "":
+		device = spec.DeviceID
+	case spec.DeviceID != "" && spec.DeviceID != device:
+		zerolog.Ctx(ctx).Warn().Stringer("configured_device_id", spec.DeviceID).Stringer("device_id", device).
+			Msg("The configured access token belongs to another device than the configured device_id; using the token's")
+	}
+	cli.DeviceID = device
+	if creds.AccessToken != spec.AccessToken || creds.DeviceID != device {
+		creds.AccessToken, creds.DeviceID = spec.AccessToken, device
+		if err := m.store.saveCredentials(ctx, creds); err != nil {
+			return false, err
+		}
+	}
+	zerolog.Ctx(ctx).Debug().Stringer("device_id", device).Msg("Using the configured access token")
+	return true, nil
 }
 
 // checkToken reports whether creds' access token still works, and adopts it
@@ -530,8 +635,9 @@ type Account struct {
 	client *mautrix.Client            // replaced as a whole when EnsureAccount logs in again
 	helper *cryptohelper.CryptoHelper // the device's encryption, bound to client
 
-	running atomic.Bool // Run is active
-	seen    *recentSet  // event ids recently handed to the sink, to stop backfill
+	running  atomic.Bool            // Run is active
+	position atomic.Pointer[string] // the sync position last saved (SyncPosition)
+	seen     *recentSet             // event ids recently handed to the sink, to stop backfill
 }
 
 // UserID returns the account's user id.
@@ -559,37 +665,4 @@ func (a *Account) cryptoHelper() *cryptohelper.CryptoHelper {
 
 func (a *Account) do(ctx context.Context, op string, mode retryMode, fn func(context.Context) error) error {
 	return a.m.retry.do(ctx, op, mode, fn)
-}
-
-// ensureDisplayName sets the profile display name if name is not empty and
-// differs from the current one.
-func (a *Account) ensureDisplayName(ctx context.Context, name string) error {
-	if name == "" {
-		return nil
-	}
-	var current string
-	err := a.do(ctx, "get display name", retryTransient, func(ctx context.Context) error {
-		resp, err := a.cli().GetOwnDisplayName(ctx)
-		if errors.Is(err, mautrix.MNotFound) {
-			current = ""
-			return nil
-		} else if err != nil {
-			return err
-		}
-		current = resp.DisplayName
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("failed to get display name of %s: %w", a.userID, err)
-	}
-	if current == name {
-		return nil
-	}
-	err = a.do(ctx, "set display name", retryTransient, func(ctx context.Context) error {
-		return a.cli().SetDisplayName(ctx, name)
-	})
-	if err != nil {
-		return fmt.Errorf("failed to set display name of %s: %w", a.userID, err)
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package matrixio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -95,6 +96,30 @@ type RetryPolicy struct {
 	// Retry-After) is honoured; a longer request fails immediately with the
 	// rate-limit error. Default 5 minutes.
 	MaxRetryAfter time.Duration
+	// Observer, when set, is told about every retry before its wait
+	// (metrics count retries and rate-limit waits with it).
+	Observer RetryObserver
+}
+
+// RetryObserver is told about each retry of a homeserver request, before
+// the wait. It is called on the requesting goroutine and must return
+// quickly.
+type RetryObserver interface {
+	Retrying(ctx context.Context, r Retry)
+}
+
+// Retry describes one retry of a homeserver request.
+type Retry struct {
+	// Request names the request ("send m.room.message", "join", "login"…);
+	// a small fixed set, fit for a metric label.
+	Request string
+	// Attempt is the number of the attempt that failed (1 for the first).
+	Attempt int
+	// Wait is how long the retrier waits before the next attempt.
+	Wait time.Duration
+	// RateLimited is set when the homeserver rate-limited the request
+	// (M_LIMIT_EXCEEDED or HTTP 429).
+	RateLimited bool
 }
 
 const (

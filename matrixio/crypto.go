@@ -139,7 +139,10 @@ func (m *Manager) initCrypto(ctx context.Context, cli *mautrix.Client, password 
 	cli.Crypto = helper // SendMessageEvent encrypts through it
 	mach := helper.Machine()
 	mach.SendKeysMinTrust = m.cfg.Encryption.ShareKeysWith.minTrust()
-	if err := m.ensureCrossSigning(ctx, mach, cli, password); err != nil {
+	if err := m.ensureCrossSigning(ctx, mach, cli, password); errors.Is(err, errNoPassword) {
+		// An account configured by access token alone: expected.
+		log.Info().Msg("Cross-signing is not set up: no password is configured for the account; the device works but clients show it as not verified by its owner")
+	} else if err != nil {
 		// Encryption works without it; clients only show the device as
 		// not verified by its owner.
 		log.Warn().Err(err).Msg("Failed to set up cross-signing; the device works but is not signed by its owner")
@@ -154,14 +157,21 @@ func (m *Manager) initCrypto(ctx context.Context, cli *mautrix.Client, password 
 // new device.
 var errDeviceReset = errors.New("the device's encryption keys are gone from the homeserver")
 
+// errDeviceKeysForeign is returned by initCrypto when the homeserver has
+// encryption keys for cli's device but store holds no identity for it: the
+// device was set up by another client (or by hookroom with a database that
+// is gone). New keys for it would be refused.
+var errDeviceKeysForeign = errors.New("the device has encryption keys this database does not hold")
+
 // checkDeviceKeys returns errDeviceReset when store holds an identity that
-// was uploaded for cli's device but the homeserver no longer has it.
+// was uploaded for cli's device but the homeserver no longer has it, and
+// errDeviceKeysForeign when store holds none but the homeserver has keys.
 func (m *Manager) checkDeviceKeys(ctx context.Context, cli *mautrix.Client, store *crypto.SQLCryptoStore) error {
 	acc, err := store.GetAccount(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to load the encryption identity of %s: %w", cli.UserID, err)
 	}
-	if acc == nil || !acc.Shared {
+	if acc != nil && !acc.Shared {
 		return nil
 	}
 	var resp *mautrix.RespQueryKeys
@@ -174,11 +184,20 @@ func (m *Manager) checkDeviceKeys(ctx context.Context, cli *mautrix.Client, stor
 	if err != nil {
 		return fmt.Errorf("failed to query the device keys of %s: %w", cli.UserID, err)
 	}
-	if dev, ok := resp.DeviceKeys[cli.UserID][cli.DeviceID]; !ok || len(dev.Keys) == 0 {
+	dev, ok := resp.DeviceKeys[cli.UserID][cli.DeviceID]
+	hasKeys := ok && len(dev.Keys) > 0
+	switch {
+	case acc == nil && hasKeys:
+		return errDeviceKeysForeign
+	case acc != nil && !hasKeys:
 		return errDeviceReset
 	}
 	return nil
 }
+
+// errNoPassword is returned by ensureCrossSigning when cross-signing keys
+// would have to be published but no password is known for the account.
+var errNoPassword = errors.New("no password is known for the account, which publishing cross-signing keys requires")
 
 // ensureCrossSigning makes sure the account has cross-signing keys whose
 // private parts hookroom holds, and that the current device is signed with
@@ -195,7 +214,7 @@ func (m *Manager) ensureCrossSigning(ctx context.Context, mach *crypto.OlmMachin
 		}
 	} else {
 		if password == "" {
-			return errors.New("no password is known for the account, which publishing cross-signing keys requires")
+			return errNoPassword
 		}
 		keys, err := mach.GenerateCrossSigningKeys()
 		if err != nil {

@@ -24,10 +24,15 @@
 // Sending ([Account.SendText], [Account.Edit], [Account.React],
 // [Account.Redact], [Account.SendEvent]) uses transaction ids derived from
 // the caller's key ([TxnKey] of the triggering event and a stage) or the
-// content, so a resend after a crash collapses on the homeserver. Every
-// request is retried under [RetryPolicy]: M_LIMIT_EXCEEDED waits the
-// server's retry_after_ms (mautrix does not read it), server and network
-// errors back off exponentially, and context cancellation ends the wait.
+// content, so a resend collapses on a homeserver that still remembers the
+// id. Homeservers do not always (Dendrite forgets the id of a request whose
+// client went away), so [Account.FindSent] finds the account's own
+// messages by transaction id in a sync from a position taken before the
+// send ([Account.SyncPosition]). Every request is retried under
+// [RetryPolicy]: M_LIMIT_EXCEEDED waits the server's retry_after_ms
+// (mautrix does not read it), server and network errors back off
+// exponentially (a send first looks for its earlier attempt with
+// FindSent), and context cancellation ends the wait.
 // A text too long for one event is cut with [SplitText] (or [FirstPart]
 // while it streams) into parts of at most [MaxContentBytes] of content.
 //

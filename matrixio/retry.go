@@ -68,6 +68,9 @@ func (r *retrier) do(ctx context.Context, op string, mode retryMode, fn func(con
 		if !ok || attempt >= r.policy.MaxAttempts {
 			return err
 		}
+		if o := r.policy.Observer; o != nil {
+			o.Retrying(ctx, Retry{Request: op, Attempt: attempt, Wait: wait, RateLimited: isRateLimit(err)})
+		}
 		zerolog.Ctx(ctx).Warn().Err(err).
 			Str("request", op).
 			Int("attempt", attempt).
@@ -80,6 +83,13 @@ func (r *retrier) do(ctx context.Context, op string, mode retryMode, fn func(con
 			backoff = min(backoff*2, r.policy.MaxBackoff)
 		}
 	}
+}
+
+// isRateLimit reports whether err is the homeserver rate-limiting a request.
+func isRateLimit(err error) bool {
+	var httpErr mautrix.HTTPError
+	return errors.As(err, &httpErr) && (errors.Is(err, mautrix.MLimitExceeded) ||
+		httpErr.Response != nil && httpErr.Response.StatusCode == http.StatusTooManyRequests)
 }
 
 // retryDelay classifies err. It returns how long to wait before the next

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -176,7 +177,10 @@ func TestRetry(t *testing.T) {
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
 			cli := newTestClient(t, ts.URL)
-			r, waits := recordingRetrier(policy)
+			obs := &retryLog{}
+			p := policy
+			p.Observer = obs
+			r, waits := recordingRetrier(p)
 			var resp *mautrix.RespWhoami
 			err := r.do(t.Context(), "whoami", tt.mode, func(ctx context.Context) (err error) {
 				resp, err = cli.Whoami(ctx)
@@ -201,9 +205,22 @@ func TestRetry(t *testing.T) {
 			if fmt.Sprint(*waits) != fmt.Sprint(tt.wantWaits) {
 				t.Errorf("waits = %v, want %v", *waits, tt.wantWaits)
 			}
+			// The observer hears of every retry, before its wait.
+			var want []Retry
+			for i, w := range tt.wantWaits {
+				st := tt.steps[min(i, len(tt.steps)-1)]
+				want = append(want, Retry{Request: "whoami", Attempt: i + 1, Wait: w, RateLimited: st.status == 429})
+			}
+			if fmt.Sprint(obs.retries) != fmt.Sprint(want) {
+				t.Errorf("observed %+v, want %+v", obs.retries, want)
+			}
 		})
 	}
 }
+
+type retryLog struct{ retries []Retry }
+
+func (l *retryLog) Retrying(_ context.Context, r Retry) { l.retries = append(l.retries, r) }
 
 // errAnyHTTP marks test cases that expect some mautrix.HTTPError.
 var errAnyHTTP = errors.New("any HTTP error")
@@ -296,6 +313,9 @@ func TestSendRetryKeepsTxnID(t *testing.T) {
 	srv := &scriptedServer{steps: []step{
 		{status: 429, body: limitExceeded},
 		{status: 502, body: badGateway},
+		// After a server error the retry first looks for the first
+		// attempt: a sync that shows nothing sent.
+		{status: 200, body: `{"next_batch":"s2"}`},
 		{status: 200, body: `{"event_id":"$sent"}`},
 	}}
 	ts := httptest.NewServer(srv)
@@ -311,11 +331,11 @@ func TestSendRetryKeepsTxnID(t *testing.T) {
 	if evtID != "$sent" {
 		t.Errorf("event id = %s", evtID)
 	}
-	if len(srv.paths) != 3 {
-		t.Fatalf("paths = %v, want 3 attempts", srv.paths)
+	if len(srv.paths) != 4 || !strings.HasSuffix(srv.paths[2], "/sync") {
+		t.Fatalf("paths = %v, want 3 attempts and a sync before the third", srv.paths)
 	}
 	wantSuffix := "/send/m.room.message/" + wireTxnID(TxnKey("$src", "reply"), room, event.EventMessage)
-	for _, p := range srv.paths {
+	for _, p := range slices.Delete(slices.Clone(srv.paths), 2, 3) {
 		if !strings.HasSuffix(p, wantSuffix) {
 			t.Errorf("attempt path %q does not end in %q", p, wantSuffix)
 		}
@@ -332,5 +352,55 @@ func newTestAccount(t *testing.T, url string) *Account {
 		t.Fatal(err)
 	}
 	m := &Manager{cfg: cfg, retry: newRetrier(cfg.Retry), accounts: map[id.UserID]*Account{}}
-	return &Account{m: m, client: newTestClient(t, url), userID: "@bot:example.org", seen: newRecentSet(16)}
+	a := &Account{m: m, client: newTestClient(t, url), userID: "@bot:example.org", seen: newRecentSet(16)}
+	a.setPosition("s1")
+	return a
+}
+
+// A send retried after a failure that may have posted it looks for it
+// first; only a rate limit (the server did nothing) is retried without.
+func TestSendRetryLooksForFirstAttempt(t *testing.T) {
+	room := id.RoomID("!room:example.org")
+	key := TxnKey("$src", "placeholder")
+	found := fmt.Sprintf(`{"next_batch":"s2","rooms":{"join":{%q:{"timeline":{"events":[
+		{"type":"m.room.message","event_id":"$other","sender":"@bot:example.org","content":{},"unsigned":{"transaction_id":"other"}},
+		{"type":"m.room.message","event_id":"$first","sender":"@bot:example.org","content":{},"unsigned":{"transaction_id":%q}}]}}}}}`,
+		room, wireTxnID(key, room, event.EventMessage))
+	tests := []struct {
+		name  string
+		steps []step
+		want  id.EventID
+		paths []string // the last path element of each request
+	}{
+		{"server error, first attempt posted", []step{{status: 502, body: badGateway}, {status: 200, body: found}},
+			"$first", []string{"send", "sync"}},
+		{"server error, not posted", []step{{status: 500, body: `{}`}, {status: 200, body: `{"next_batch":"s2"}`}, {status: 200, body: `{"event_id":"$second"}`}},
+			"$second", []string{"send", "sync", "send"}},
+		{"rate limited", []step{{status: 429, body: limitExceeded}, {status: 200, body: `{"event_id":"$second"}`}},
+			"$second", []string{"send", "send"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := &scriptedServer{steps: tt.steps}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			acct := newTestAccount(t, ts.URL)
+			acct.m.retry, _ = recordingRetrier(RetryPolicy{})
+			got, err := acct.SendText(t.Context(), room, "…", SendOptions{TxnKey: key})
+			if err != nil || got != tt.want {
+				t.Fatalf("SendText = %s, %v; want %s", got, err, tt.want)
+			}
+			var kinds []string
+			for _, p := range srv.paths {
+				if strings.HasSuffix(p, "/sync") {
+					kinds = append(kinds, "sync")
+				} else {
+					kinds = append(kinds, "send")
+				}
+			}
+			if !slices.Equal(kinds, tt.paths) {
+				t.Errorf("requests %v, want %v", srv.paths, tt.paths)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/format"
@@ -119,7 +120,9 @@ func editContent(target id.EventID, text string, opts SendOptions) *event.Conten
 // SendText sends text (Markdown) to room and returns the event id. See
 // SendOptions for threads, replies, mentions and idempotency. Rate limits,
 // server errors and network errors are retried under the same transaction
-// id, so a retry never posts twice.
+// id; a retry after a network or server error first looks for the earlier
+// attempt's event (FindSent), so a retry does not post twice even when the
+// homeserver does not remember the transaction id.
 func (a *Account) SendText(ctx context.Context, room id.RoomID, text string, opts SendOptions) (id.EventID, error) {
 	return a.SendEvent(ctx, room, event.EventMessage, textContent(text, opts), opts.TxnKey)
 }
@@ -153,8 +156,22 @@ func (a *Account) SendEvent(ctx context.Context, room id.RoomID, evtType event.T
 	}
 	evtType.Class = event.MessageEventType
 	txnID := wireTxnID(txnKey, room, evtType)
+	// A send retried after a failure that may have posted the event looks
+	// for it first (FindSent): homeservers do not reliably remember the
+	// transaction id of a request whose answer was lost.
+	since, posErr := a.SyncPosition(ctx)
+	var lastErr error
 	var resp *mautrix.RespSendEvent
 	err := a.do(ctx, "send "+evtType.Type, retryTransient, func(ctx context.Context) (err error) {
+		if posErr == nil && mayHaveActed(lastErr) {
+			if found, ferr := a.findSent(ctx, room, since, txnID); ferr == nil && len(found) > 0 {
+				resp = &mautrix.RespSendEvent{EventID: found[0]}
+				return nil
+			} else if ferr != nil {
+				zerolog.Ctx(ctx).Warn().Err(ferr).Stringer("room_id", room).Msg("Could not look for the first attempt of a send; sending again")
+			}
+		}
+		defer func() { lastErr = err }()
 		sendType, sendContent := evtType, content
 		if helper := a.cryptoHelper(); helper != nil {
 			// In encrypted rooms mautrix encrypts messages itself; it needs

@@ -155,6 +155,7 @@ func (a *Account) Run(ctx context.Context, sink EventSink) error {
 	if err != nil {
 		return err
 	}
+	a.setPosition(since)
 	filterID, err := a.ensureFilter(ctx, false)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -252,6 +253,7 @@ func (a *Account) Run(ctx context.Context, sink EventSink) error {
 			continue
 		}
 		since = resp.NextBatch
+		a.setPosition(since)
 		failing = false
 		backoff = cfg.Retry.InitialBackoff
 		if notify {

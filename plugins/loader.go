@@ -62,6 +62,10 @@ type ProcessSpec struct {
 	// Sandbox confines the process (nil: unconfined; the entry's
 	// sandbox.enabled is false).
 	Sandbox *sandbox.Policy
+	// Secrets are masked wherever the plugin's output reaches the log
+	// (process.Spec.Secrets): hookroom's own secrets, the values of the
+	// plugin's environment variables and its secret settings values.
+	Secrets []string
 }
 
 // StartFunc starts a process plugin: the process is running and has
@@ -318,7 +322,7 @@ func (l *Loader) resolve(cfg *config.Config, i int, e config.PluginEntry) (*load
 		}
 		p.spec = ProcessSpec{
 			Name: p.name, Dir: p.dir, Command: cmd, Env: env, StateDir: state,
-			Settings: settings, Overrides: p.overrides,
+			Settings: settings, Overrides: p.overrides, Secrets: pluginSecrets(cfg, i, env),
 		}
 		if e.Sandbox.IsEnabled() && len(cmd) > 0 {
 			program := cmd[0]
@@ -423,6 +427,80 @@ func serverSecrets(cfg *config.Config) []string {
 	}
 	walk(reflect.ValueOf(cfg))
 	return out
+}
+
+// pluginSecrets are the values the process plugin of entry i must not
+// carry into hookroom's log: the server's own secrets, the values of the
+// environment variables it gets beyond the base ones, and its settings
+// values that are secret (those config.Redacted masks: under a key that
+// looks secret, or from ${VAR}).
+func pluginSecrets(cfg *config.Config, i int, env []string) []string {
+	out := serverSecrets(cfg)
+	if cfg.Database.Type != config.DatabasePostgres {
+		// An SQLite file name is no secret, and plugins may name paths.
+		out = slices.DeleteFunc(out, func(s string) bool { return s == cfg.Database.URI.Reveal() })
+	}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if !slices.Contains(baseEnv, name) && value != "" {
+			out = append(out, value)
+		}
+	}
+	if red := cfg.Redacted(); i < len(red.Plugins) {
+		out = append(out, redactedLeaves(cfg.Plugins[i].Settings, red.Plugins[i].Settings)...)
+	}
+	return out
+}
+
+// redactedLeaves returns the scalar values of orig (as text) that the
+// redacted copy red masks.
+func redactedLeaves(orig, red any) []string {
+	var out []string
+	switch o := orig.(type) {
+	case map[string]any:
+		r, ok := red.(map[string]any)
+		if !ok {
+			return leaves(orig)
+		}
+		for k, v := range o {
+			out = append(out, redactedLeaves(v, r[k])...)
+		}
+	case []any:
+		r, ok := red.([]any)
+		if !ok || len(r) != len(o) {
+			return leaves(orig)
+		}
+		for j, v := range o {
+			out = append(out, redactedLeaves(v, r[j])...)
+		}
+	default:
+		if orig != nil && !reflect.DeepEqual(orig, red) {
+			out = append(out, fmt.Sprint(orig))
+		}
+	}
+	return out
+}
+
+// leaves returns every scalar value in v, as text.
+func leaves(v any) []string {
+	switch x := v.(type) {
+	case map[string]any:
+		var out []string
+		for _, e := range x {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	case nil:
+		return nil
+	default:
+		return []string{fmt.Sprint(x)}
+	}
 }
 
 // start creates p's instance and reads its hooks and tools.

@@ -338,6 +338,7 @@ func TestProcessEnvironment(t *testing.T) {
 	serverEnv := map[string]string{
 		"PATH": "/opt/bin:/usr/bin", "LANG": "de_DE.UTF-8", "HOME": "/root",
 		"GEO_KEY": "k-123", "GEO_URL": "http://geo", "REG_TOKEN": "s3cret-token-value", "OTHER": "x",
+		"GEO_ENDPOINT": "http://geo.internal/abc",
 	}
 	src := `matrix:
   homeserver: http://localhost:8008
@@ -345,7 +346,11 @@ func TestProcessEnvironment(t *testing.T) {
     token: ${REG_TOKEN}
 data_dir: ./state
 plugins:
-  - ./plugins/geo
+  - path: ./plugins/geo
+    settings:
+      api_key: literal-key-123
+      city: Paris
+      endpoint: ${GEO_ENDPOINT}
 `
 	cfg, err := parseWithEnv(p, src, serverEnv)
 	if err != nil {
@@ -370,7 +375,11 @@ plugins:
 		Command:  []string{"/bin/sh", p.root + "/plugins/geo/run.sh", "--verbose"},
 		Env:      []string{"PATH=/opt/bin:/usr/bin", "HOME=" + state, "LANG=de_DE.UTF-8", "GEO_KEY=k-123"},
 		StateDir: state,
+		// Masked in what it logs: the server's secrets, its variables'
+		// values, its secret settings (by key, or from ${VAR}).
+		Secrets: []string{"http://geo.internal/abc", "k-123", "literal-key-123", "s3cret-token-value"},
 	}
+	slices.Sort(spec.Secrets)
 	// Confined by default: its directory, its program's, its state.
 	policy := sandbox.ForProgram("/bin/sh", p.root+"/plugins/geo", state, nil, nil)
 	want.Sandbox = &policy
@@ -394,7 +403,7 @@ plugins:
 		t.Fatal(err)
 	}
 	_, err = l.Load(hooktest.Context(t), cfg2, nil)
-	wantErr := []string{"ROOT/config.yaml:8: plugins[1]: environment variable REG_TOKEN holds one of hookroom's own secrets and is never passed to plugins"}
+	wantErr := []string{"ROOT/config.yaml:12: plugins[1]: environment variable REG_TOKEN holds one of hookroom's own secrets and is never passed to plugins"}
 	if err == nil {
 		t.Fatal("Load passed a server secret to a plugin")
 	}

@@ -18,7 +18,7 @@ func ProcessStarter(sup process.Supervision) StartFunc {
 		p, err := process.Start(ctx, process.Spec{
 			Name: spec.Name, Dir: spec.Dir, Command: spec.Command, Env: spec.Env,
 			StateDir: spec.StateDir, Settings: spec.Settings, Overrides: spec.Overrides,
-			Sandbox: spec.Sandbox, Supervision: sup,
+			Sandbox: spec.Sandbox, Supervision: sup, Secrets: spec.Secrets,
 		})
 		if err != nil {
 			return nil, err

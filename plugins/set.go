@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/plugins/process"
 )
 
 // ErrUnknownTool is returned by Set.CallTool for a tool no plugin provides.
@@ -139,6 +140,9 @@ type Info struct {
 	// Reused is set when the instance was carried over from the previous
 	// set unchanged.
 	Reused bool `json:"reused,omitempty"`
+	// Process is a process plugin's supervision state (state, restarts,
+	// pid) when Plugins was called; nil for other kinds.
+	Process *process.Status `json:"process,omitempty"`
 }
 
 // Plugins describes the set's plugins in config order.
@@ -163,6 +167,12 @@ func (s *Set) Plugins() []Info {
 		}
 		for _, t := range p.tools {
 			info.Tools = append(info.Tools, t.Name)
+		}
+		if p.inst != nil {
+			if pp, ok := Process(p.inst.inst); ok {
+				st := pp.Status()
+				info.Process = &st
+			}
 		}
 		out = append(out, info)
 	}

@@ -3,7 +3,7 @@
 #   1. builds and starts a local Dendrite homeserver on 127.0.0.1 (scripts/dendrite.sh),
 #   2. creates a person's account and prints its login,
 #   3. writes a demo config.yaml when there is none (the offline `echo` model, unless an
-#      OpenAI-compatible endpoint is configured through the environment); an existing one,
+#      OpenAI-compatible endpoint or an Anthropic key is given through the environment); an existing one,
 #      with the operator's edits, is kept,
 #   4. builds and runs hookroom, which creates its router and agent accounts and the lobby room
 #      and invites the person, and says "hookroom is ready" once every account caught up.
@@ -20,6 +20,8 @@
 #   HOOKROOM_OPENAI_BASE_URL  https://api.openai.com/v1) and HOOKROOM_OPENAI_MODEL (default
 #   HOOKROOM_OPENAI_MODEL     gpt-4o-mini). Any OpenAI-compatible server works (Ollama, vLLM, …);
 #                           setting HOOKROOM_OPENAI_BASE_URL alone is enough for local servers.
+#   ANTHROPIC_API_KEY       use Anthropic's Messages API instead (when no OpenAI setting is given),
+#   HOOKROOM_ANTHROPIC_MODEL  with HOOKROOM_ANTHROPIC_MODEL (default claude-sonnet-4-5).
 set -euo pipefail
 umask 077
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,7 +56,11 @@ fi
 . "$HS/env"   # URL, SECRET, SERVER_NAME, PID
 HS_PID="$PID"
 stop_all() {
-  [[ -n "${HOOKROOM_PID:-}" ]] && kill "$HOOKROOM_PID" 2>/dev/null && wait "$HOOKROOM_PID" 2>/dev/null
+  # hookroom's own exit status does not matter here (and must not trip set -e in this trap:
+  # a hookroom stopped before it handles SIGTERM exits with 143).
+  if [[ -n "${HOOKROOM_PID:-}" ]] && kill "$HOOKROOM_PID" 2>/dev/null; then
+    wait "$HOOKROOM_PID" 2>/dev/null || true
+  fi
   "$ROOT/scripts/dendrite.sh" stop "$HS" >/dev/null 2>&1 || true
 }
 trap stop_all EXIT
@@ -84,8 +90,18 @@ models:
     model: ${HOOKROOM_OPENAI_MODEL:-gpt-4o-mini}
 YAML
 )
+  elif [[ -n "${ANTHROPIC_API_KEY:-}" ]]; then
+    MODEL_NOTE="Anthropic's ${HOOKROOM_ANTHROPIC_MODEL:-claude-sonnet-4-5}"
+    MODELS=$(cat <<'YAML'
+models:
+  default:
+    provider: anthropic
+    api_key: ${ANTHROPIC_API_KEY:-}
+    model: ${HOOKROOM_ANTHROPIC_MODEL:-claude-sonnet-4-5}
+YAML
+)
   else
-    MODEL_NOTE="the offline echo model (set OPENAI_API_KEY or HOOKROOM_OPENAI_BASE_URL for a real one)"
+    MODEL_NOTE="the offline echo model (set OPENAI_API_KEY, HOOKROOM_OPENAI_BASE_URL or ANTHROPIC_API_KEY for a real one)"
     MODELS=$(cat <<'YAML'
 models:
   default:

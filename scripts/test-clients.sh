@@ -7,16 +7,20 @@
 #                                         /usr/bin/python3; needs root or password-less sudo
 #   scripts/test-clients.sh install-js    `npm ci` in matrixio/hstest/jsclient (matrix-js-sdk with its
 #                                         Rust crypto, pinned by the committed package-lock.json)
+#   scripts/test-clients.sh install-mcp   `npm ci` in mcp/mcptest/filesystem: the reference MCP
+#                                         filesystem server (@modelcontextprotocol/server-filesystem,
+#                                         pinned by the committed package-lock.json) that the MCP tests run
 #
-# Unattended (no stdin) and idempotent: a step that is already done costs a check. install-js runs
-# npm ci again only when package.json, package-lock.json or the node version changed since the
-# last successful install (a stamp in node_modules records them), and holds a lock so that several
-# test binaries asking at once install once. Any failure exits non-zero with the tool's output.
+# Unattended (no stdin) and idempotent: a step that is already done costs a check. install-js and
+# install-mcp run npm ci again only when package.json, package-lock.json or the node version changed
+# since the last successful install (a stamp in node_modules records them), and hold a lock so that
+# several test binaries asking at once install once. Any failure exits non-zero with the tool's output.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JSDIR="$ROOT/matrixio/hstest/jsclient"
 STAMP="$JSDIR/node_modules/.hookroom-install-stamp"
+MCPDIR="$ROOT/mcp/mcptest/filesystem"
 # matrix-js-sdk 37.5.0 is the newest release that supports Node 20.
 readonly NODE_MIN_MAJOR=20
 
@@ -74,9 +78,42 @@ install_js() {
   say "installed in $((SECONDS - t0)) s"
 }
 
+# npm_ci_dir DIR CHECK: npm ci in DIR unless its stamp says the same package files and node
+# version are installed; CHECK is a node -e script that must succeed afterwards.
+npm_ci_dir() {
+  local dir="$1" check="$2" stamp="$1/node_modules/.hookroom-install-stamp"
+  command -v node >/dev/null || die "node is not installed (needed in $dir)"
+  command -v npm >/dev/null || die "npm is not installed (needed in $dir)"
+  [[ -f "$dir/package-lock.json" ]] || die "missing $dir/package-lock.json"
+  local want
+  want="$({ cat "$dir/package.json" "$dir/package-lock.json"; node --version; } | sha256sum | cut -d' ' -f1)"
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && return 0
+  exec 8>"$dir/.install.lock"
+  flock 8
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then exec 8>&-; return 0; fi
+  say "installing packages (npm ci in $dir)"
+  local log t0=$SECONDS
+  log="$(mktemp)"
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) </dev/null >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    die "npm ci failed in $dir (output above)"
+  fi
+  rm -f "$log"
+  (cd "$dir" && node -e "$check") || die "npm ci succeeded but the check failed in $dir"
+  printf '%s\n' "$want" >"$stamp"
+  exec 8>&-
+  say "installed in $((SECONDS - t0)) s"
+}
+
+install_mcp() {
+  npm_ci_dir "$MCPDIR" 'require("fs").accessSync("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")'
+}
+
 case "${1:-}" in
-install) install_nio; install_js ;;
+install) install_nio; install_js; install_mcp ;;
 install-nio) install_nio ;;
 install-js) install_js ;;
-*) echo "usage: $0 install | install-nio | install-js" >&2; exit 2 ;;
+install-mcp) install_mcp ;;
+*) echo "usage: $0 install | install-nio | install-js | install-mcp" >&2; exit 2 ;;
 esac

@@ -7,7 +7,8 @@
 # (CI=true, no stdin) on a fresh Debian machine and is idempotent: a second run installs nothing.
 #   - the independent Matrix clients of the e2e tests, by scripts/test-clients.sh: python3-matrix-nio
 #     and python3-olm (apt) for /usr/bin/python3, and matrix-js-sdk with its Rust crypto (npm ci in
-#     matrixio/hstest/jsclient; needs Node >= 20 and npm)
+#     matrixio/hstest/jsclient; needs Node >= 20 and npm), and the reference MCP filesystem server
+#     (npm ci in mcp/mcptest/filesystem) that the MCP tests run
 #   - Dendrite v0.15.2, built once by scripts/dendrite.sh into ~/.cache/hookroom (cold: a few minutes)
 #   - PostgreSQL (Debian's postgresql package, by scripts/postgres.sh install): the store, lock and
 #     e2e tests run on it too, each test binary starting its own throwaway server (internal/pgtest)
@@ -27,7 +28,8 @@ step "go vet"
 go vet -tags goolm ./...
 
 step "test dependencies"
-# python3-matrix-nio + python3-olm (apt) and matrix-js-sdk (npm ci in matrixio/hstest/jsclient).
+# python3-matrix-nio + python3-olm (apt), matrix-js-sdk (npm ci in matrixio/hstest/jsclient) and
+# the MCP filesystem server (npm ci in mcp/mcptest/filesystem).
 ./scripts/test-clients.sh install
 ./scripts/dendrite.sh build
 ./scripts/postgres.sh install

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -75,7 +77,7 @@ func TestReplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []Reply{{0, "$a", "@helper:hs"}, {1, "$b", "@helper:hs"}, {2, "$c", "@helper:hs"}}
+		want := []Reply{{Part: 0, EventID: "$a", Sender: "@helper:hs"}, {Part: 1, EventID: "$b", Sender: "@helper:hs"}, {Part: 2, EventID: "$c", Sender: "@helper:hs"}}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("replies = %v, want %v", got, want)
 		}
@@ -109,8 +111,60 @@ func TestUpgradeFromV2KeepsDeliveries(t *testing.T) {
 			t.Fatalf("upgrade from v2: %v", err)
 		}
 		got, err := s.Replies(ctx, "$q")
-		if err != nil || fmt.Sprint(got) != fmt.Sprint([]Reply{{0, "$old", ""}}) {
+		if err != nil || fmt.Sprint(got) != fmt.Sprint([]Reply{{Part: 0, EventID: "$old", Sender: ""}}) {
 			t.Errorf("replies after upgrade = %v, %v", got, err)
+		}
+	})
+}
+
+// An intent stays until its reply is recorded under the same key and run
+// or it is forgotten; recording it twice keeps the first sync position;
+// another run's intent under the same key is another intent.
+func TestDeliveryIntents(t *testing.T) {
+	forDialects(t, func(t *testing.T, d dialect) {
+		s := d.newStore(t)
+		ctx := context.Background()
+		placeholder := Intent{Room: "!r:hs", Part: 0, TxnKey: "k-placeholder", Run: "run1", Sender: "@a:hs", Since: "s1"}
+		part1 := Intent{Room: "!r:hs", Part: 1, TxnKey: "k-reply-1", Run: "run1", Sender: "@a:hs", Since: "s2"}
+		again := Intent{Room: "!r:hs", Part: 0, TxnKey: "k-placeholder", Run: "run2", Sender: "@a:hs", Since: "s3"}
+		for _, in := range []Intent{placeholder, part1, {Room: "!r:hs", TxnKey: "k-placeholder", Run: "run1", Sender: "@a:hs", Since: "s9"}, again} {
+			if err := s.IntendReply(ctx, "$q", in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.IntendReply(ctx, "$other", Intent{Room: "!r:hs", TxnKey: "k", Run: "run1", Sender: "@a:hs"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Intents(ctx, "$q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Oldest first; recorded within a millisecond, any order.
+		slices.SortFunc(got, func(a, b Intent) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+		if want := []Intent{placeholder, again, part1}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("intents = %+v, want %+v", got, want)
+		}
+
+		// The second run's placeholder is confirmed: the first run's stays.
+		if err := s.RecordReply(ctx, "!r:hs", "$q", Reply{EventID: "$p", Sender: "@a:hs", TxnKey: "k-placeholder", Run: "run2"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Intents(ctx, "$q"); fmt.Sprint(got) != fmt.Sprint([]Intent{placeholder, part1}) {
+			t.Errorf("after RecordReply: %+v, want the first run's", got)
+		}
+		if r, _ := s.Replies(ctx, "$q"); len(r) != 1 || r[0].EventID != "$p" {
+			t.Errorf("replies = %+v", r)
+		}
+		for _, in := range []Intent{placeholder, part1} {
+			if err := s.ForgetIntent(ctx, "$q", in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := s.Intents(ctx, "$q"); len(got) != 0 {
+			t.Errorf("after ForgetIntent: %+v", got)
+		}
+		if got, _ := s.Intents(ctx, "$other"); len(got) != 1 {
+			t.Errorf("another source's intent: %+v", got)
 		}
 	})
 }

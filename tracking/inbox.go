@@ -210,6 +210,16 @@ func (s *Store) Pending(ctx context.Context) ([]*event.Event, error) {
 	return pending, nil
 }
 
+// Backlog counts the events recorded and not handled yet (what Pending
+// would return), through the index of pending events.
+func (s *Store) Backlog(ctx context.Context) (int, error) {
+	var n int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM tracking_inbox WHERE state = 'received'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("failed to count pending events: %w", err)
+	}
+	return n, nil
+}
+
 // encodeEvent returns ev as JSON. Content the homeserver sent is stored byte for byte (so a
 // replay sees exactly what the sync saw), not re-encoded from its parsed form.
 func encodeEvent(ev *event.Event) ([]byte, error) {
@@ -325,6 +335,9 @@ func (s *Store) Prune(ctx context.Context, olderThan time.Duration) (int64, erro
 	}
 	if _, err := s.db.Exec(ctx, `DELETE FROM tracking_delivery WHERE created_at < $1`, cutoff); err != nil {
 		return n, fmt.Errorf("failed to prune delivery records: %w", err)
+	}
+	if _, err := s.db.Exec(ctx, `DELETE FROM tracking_delivery_intent WHERE created_at < $1`, cutoff); err != nil {
+		return n, fmt.Errorf("failed to prune delivery intents: %w", err)
 	}
 	return n, nil
 }

@@ -100,7 +100,7 @@ func TestUpgradeFromV2AddsInvitedRooms(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "v2.db")
 		s, db := d.openStore(t, path)
 		// Make it what version 2 left behind.
-		for _, q := range []string{`DROP TABLE tracking_invited_room`, `DROP TABLE tracking_provisioned_room`, `UPDATE tracking_version SET version = 2, compat = 2`} {
+		for _, q := range []string{`DROP TABLE tracking_invited_room`, `DROP TABLE tracking_provisioned_room`, `DROP TABLE tracking_delivery_intent`, `UPDATE tracking_version SET version = 2, compat = 2`} {
 			if _, err := db.Exec(ctx, q); err != nil {
 				t.Fatal(err)
 			}
@@ -117,8 +117,8 @@ func TestUpgradeFromV2AddsInvitedRooms(t *testing.T) {
 
 		s2, db2 := d.openStore(t, path) // upgrades
 		var version int
-		if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 5 {
-			t.Fatalf("version after upgrade = %d, %v; want 5", version, err)
+		if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 6 {
+			t.Fatalf("version after upgrade = %d, %v; want 6", version, err)
 		}
 		if err := s2.RememberInvitedRoom(ctx, InvitedRoom{RoomID: roomA, Account: agent, Inviter: alice, IsDirect: true}); err != nil {
 			t.Fatalf("invited-room table missing after upgrade: %v", err)

@@ -90,7 +90,7 @@ func TestUpgradeFromV4AddsProvisionedRooms(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "v4.db")
 		s, db := d.openStore(t, path)
 		// Make it what version 4 left behind.
-		for _, q := range []string{`DROP TABLE tracking_provisioned_room`, `UPDATE tracking_version SET version = 4, compat = 4`} {
+		for _, q := range []string{`DROP TABLE tracking_provisioned_room`, `DROP TABLE tracking_delivery_intent`, `UPDATE tracking_version SET version = 4, compat = 4`} {
 			if _, err := db.Exec(ctx, q); err != nil {
 				t.Fatal(err)
 			}
@@ -104,8 +104,8 @@ func TestUpgradeFromV4AddsProvisionedRooms(t *testing.T) {
 
 		s2, db2 := d.openStore(t, path) // upgrades
 		var version int
-		if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 5 {
-			t.Fatalf("version after upgrade = %d, %v; want 5", version, err)
+		if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 6 {
+			t.Fatalf("version after upgrade = %d, %v; want 6", version, err)
 		}
 		if err := s2.RememberProvisioned(ctx, ProvisionedRoom{Key: "room:lobby", RoomID: roomA, SpecHash: "h"}); err != nil {
 			t.Fatalf("provisioned-room table missing after upgrade: %v", err)

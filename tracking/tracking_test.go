@@ -132,6 +132,15 @@ func TestRecordDeduplicatesAcrossAccounts(t *testing.T) {
 		if body := pending[0].Content.AsMessage().Body; body != "hello" {
 			t.Errorf("replayed body = %q, want the first recording's %q", body, "hello")
 		}
+		if n, err := s.Backlog(ctx); n != 2 || err != nil {
+			t.Errorf("Backlog = %d, %v; want 2", n, err)
+		}
+		if err := s.MarkHandled(ctx, "$1"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Backlog(ctx); n != 1 || err != nil {
+			t.Errorf("Backlog after one was handled = %d, %v; want 1", n, err)
+		}
 	})
 }
 
@@ -526,10 +535,10 @@ func TestUpgradeUsesItsOwnVersionTable(t *testing.T) {
 			t.Fatalf("second Upgrade: %v", err)
 		}
 		var version int
-		if err := db.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 5 {
-			t.Fatalf("tracking_version = %d, %v; want 5", version, err)
+		if err := db.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 6 {
+			t.Fatalf("tracking_version = %d, %v; want 6", version, err)
 		}
-		for _, table := range []string{"tracking_inbox", "tracking_room", "tracking_member", "tracking_delivery", "tracking_invited_room", "tracking_provisioned_room"} {
+		for _, table := range []string{"tracking_inbox", "tracking_room", "tracking_member", "tracking_delivery", "tracking_invited_room", "tracking_provisioned_room", "tracking_delivery_intent"} {
 			if ok, err := db.TableExists(ctx, table); err != nil || !ok {
 				t.Errorf("table %s exists = %v, %v", table, ok, err)
 			}

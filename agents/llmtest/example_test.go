@@ -83,3 +83,32 @@ func Example_wireFormat() {
 	//
 	// data: [DONE]
 }
+
+// The same script answers an Anthropic client: give it RootURL.
+func Example_anthropic() {
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.Script(
+		llmtest.Calls(llmtest.ToolCall("toolu_1", "current_time", `{"timezone":"UTC"}`).WithPieces(2)),
+		llmtest.Text("It is ", "noon."),
+	)
+	model, _ := agents.NewModel(agents.ModelSpec{Provider: agents.ProviderAnthropic, BaseURL: srv.RootURL, Model: "claude-test"})
+	tools, _ := agents.NewToolset(agents.CurrentTime{})
+	res, err := agents.Run(context.Background(), agents.RunRequest{
+		Model:    model,
+		Messages: []agents.Message{{Role: agents.RoleUser, Content: "What time is it?"}},
+		Tools:    tools,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("agent:", res.Text, "after", res.ToolTrace[0].Tool)
+	last := srv.Requests()[1]
+	fmt.Println(last.Format, last.Path)
+	result := last.Anthropic.Messages[2].Content[0]
+	fmt.Println("the tool's result went back as a", result.Type, "for", result.ToolUseID)
+	// Output:
+	// agent: It is noon. after current_time
+	// anthropic /v1/messages
+	// the tool's result went back as a tool_result for toolu_1
+}

@@ -27,9 +27,11 @@ type Reply struct {
 	// Status, when 400 or more, answers with this HTTP status and Body
 	// instead of a completion.
 	Status int
-	// Body is the error body (default: an OpenAI-style error object naming
-	// the status).
+	// Body is the error body, verbatim (default: an error object in the
+	// request's format carrying ErrMessage, or the status text).
 	Body string
+	// ErrMessage is the message of the default error body.
+	ErrMessage string
 	// Header is added to the response (e.g. Retry-After).
 	Header http.Header
 
@@ -47,6 +49,10 @@ type Reply struct {
 	// (each followed by "\n"); then the stream ends without [DONE].
 	// Non-streaming requests get them as the whole body.
 	Garbage []string
+	// StreamError, when set, ends the stream after the text and calls with
+	// an error: an "error" event (anthropic) or a data line holding an
+	// error object (openai).
+	StreamError *StreamError
 	// Truncate ends the stream after the text and calls with half a chunk
 	// and no finish reason and no [DONE]; non-streaming requests get half
 	// the JSON body.
@@ -54,6 +60,14 @@ type Reply struct {
 	// EmptyChoices sends chunks (or a completion) whose "choices" array is
 	// empty.
 	EmptyChoices bool
+}
+
+// StreamError is an error the server reports inside a stream.
+type StreamError struct {
+	// Type is the error type, e.g. "overloaded_error" (anthropic) or
+	// "server_error" (openai).
+	Type    string
+	Message string
 }
 
 // Call is a scripted tool call.
@@ -91,10 +105,17 @@ func ToolCall(id, name, arguments string) Call {
 	return Call{ID: id, Name: name, Arguments: arguments, Pieces: 1}
 }
 
-// HTTPError returns a reply with HTTP status and an OpenAI-style error
-// object carrying message.
+// HTTPError returns a reply with HTTP status and an error object carrying
+// message, in the request's format (OpenAI's or Anthropic's).
 func HTTPError(status int, message string) Reply {
-	return Reply{Status: status, Body: errorBody(status, message)}
+	return Reply{Status: status, ErrMessage: message}
+}
+
+// WithStreamError returns r ending its stream, after its text and calls,
+// with an error of type errType.
+func (r Reply) WithStreamError(errType, message string) Reply {
+	r.StreamError = &StreamError{Type: errType, Message: message}
+	return r
 }
 
 // Garbage returns a reply whose stream holds lines that are not a valid
@@ -133,6 +154,10 @@ func (r Reply) WithCachedUsage(prompt, cached, completion int) Reply {
 	r.Usage.PromptTokensDetails = &PromptTokensDetails{CachedTokens: cached}
 	return r
 }
+
+// WithGarbage returns r writing lines verbatim after its text and calls,
+// instead of its end (see Reply.Garbage).
+func (r Reply) WithGarbage(lines ...string) Reply { r.Garbage = lines; return r }
 
 // WithDelay returns r waiting d before its response headers.
 func (r Reply) WithDelay(d time.Duration) Reply { r.Delay = d; return r }

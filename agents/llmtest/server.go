@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,8 +28,12 @@ const created = 1767225600
 // answers gets HTTP 500 and is counted as unscripted. Every request is
 // recorded (Requests). Safe for concurrent use.
 type Server struct {
-	// URL is the API base URL to give a client, ending in "/v1".
+	// URL is the API base URL to give an OpenAI-compatible client, ending
+	// in "/v1".
 	URL string
+	// RootURL is the server's root, the base URL to give an Anthropic
+	// client (which appends "/v1/messages" itself).
+	RootURL string
 
 	srv  *httptest.Server
 	opts options
@@ -70,12 +75,14 @@ func New(opts ...Option) *Server {
 		o(&s.opts)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
-	mux.HandleFunc("POST /chat/completions", s.handleChat)
+	mux.HandleFunc("POST /v1/chat/completions", s.handle(FormatOpenAI))
+	mux.HandleFunc("POST /chat/completions", s.handle(FormatOpenAI))
+	mux.HandleFunc("POST /v1/messages", s.handle(FormatAnthropic))
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /models", s.handleModels)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
+	s.RootURL = s.srv.URL
 	return s
 }
 
@@ -213,51 +220,63 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"llmtest","object":"model","created":1767225600,"owned_by":"llmtest"}]}`)
 }
 
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, "failed to read body", http.StatusBadRequest)
-		return
-	}
-	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw, Route: -1}
-	req.Body, req.DecodeErr = decodeChat(raw)
-	reply, ok := s.next(&req)
-	if req.DecodeErr != nil {
-		writeError(w, http.StatusBadRequest, errorBody(http.StatusBadRequest, "llmtest: request body is not valid JSON: "+req.DecodeErr.Error()))
-		return
-	}
-	if !ok {
-		writeError(w, http.StatusInternalServerError, errorBody(http.StatusInternalServerError, "llmtest: no scripted reply for this request"))
-		return
-	}
-	if !s.opts.instant && reply.Delay > 0 && !sleep(r.Context(), reply.Delay) {
-		return
-	}
-	if reply.Hold != nil {
-		select {
-		case <-reply.Hold:
-		case <-r.Context().Done():
+// handle answers a chat request in format: POST /v1/chat/completions
+// (openai) or POST /v1/messages (anthropic).
+func (s *Server) handle(format Format) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		raw, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
-	}
-	for k, vs := range reply.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
+		req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw, Route: -1, Format: format}
+		if format == FormatAnthropic {
+			req.Anthropic, req.Body, req.DecodeErr = decodeMessages(raw)
+		} else {
+			req.Body, req.DecodeErr = decodeChat(raw)
 		}
-	}
-	if reply.Status >= 400 {
-		body := reply.Body
-		if body == "" {
-			body = errorBody(reply.Status, http.StatusText(reply.Status))
+		reply, ok := s.next(&req)
+		if req.DecodeErr != nil {
+			writeError(w, http.StatusBadRequest, errorBodyFor(format, http.StatusBadRequest, "llmtest: request body is not valid JSON: "+req.DecodeErr.Error()))
+			return
 		}
-		writeError(w, reply.Status, body)
-		return
-	}
-	id := fmt.Sprintf("chatcmpl-llmtest-%d", s.Count())
-	if req.Body.Stream {
-		s.stream(w, r, &req, reply, id)
-	} else {
-		s.complete(w, &req, reply, id)
+		if !ok {
+			writeError(w, http.StatusInternalServerError, errorBodyFor(format, http.StatusInternalServerError, "llmtest: no scripted reply for this request"))
+			return
+		}
+		if !s.opts.instant && reply.Delay > 0 && !sleep(r.Context(), reply.Delay) {
+			return
+		}
+		if reply.Hold != nil {
+			select {
+			case <-reply.Hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		for k, vs := range reply.Header {
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		if reply.Status >= 400 {
+			body := reply.Body
+			if body == "" {
+				body = errorBodyFor(format, reply.Status, cmp.Or(reply.ErrMessage, http.StatusText(reply.Status)))
+			}
+			writeError(w, reply.Status, body)
+			return
+		}
+		switch {
+		case format == FormatAnthropic && req.Body.Stream:
+			s.streamMessage(w, r, &req, reply, fmt.Sprintf("msg_llmtest_%d", s.Count()))
+		case format == FormatAnthropic:
+			s.completeMessage(w, &req, reply, fmt.Sprintf("msg_llmtest_%d", s.Count()))
+		case req.Body.Stream:
+			s.stream(w, r, &req, reply, fmt.Sprintf("chatcmpl-llmtest-%d", s.Count()))
+		default:
+			s.complete(w, &req, reply, fmt.Sprintf("chatcmpl-llmtest-%d", s.Count()))
+		}
 	}
 }
 
@@ -394,6 +413,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, re
 				return
 			}
 		}
+		return
+	}
+	if reply.StreamError != nil {
+		var eo errorObject
+		eo.Error.Type, eo.Error.Message = reply.StreamError.Type, reply.StreamError.Message
+		b, _ := json.Marshal(eo)
+		e.data(b)
 		return
 	}
 	if reply.Truncate {

@@ -22,7 +22,24 @@ type Request struct {
 	// Route is the index of the On route that answered (-1: the default
 	// script or the fallback).
 	Route int
+	// Format is the wire format the request came in. Body is the common
+	// form of both (an anthropic request is translated: system blocks
+	// become system messages, tool_use blocks tool calls, tool_result
+	// blocks tool messages), so that matchers and scripts work alike;
+	// Anthropic holds an anthropic request as sent.
+	Format    Format
+	Anthropic MessagesRequest
 }
+
+// Format is a wire format the server speaks.
+type Format string
+
+const (
+	// FormatOpenAI is OpenAI's chat completions API.
+	FormatOpenAI Format = "openai"
+	// FormatAnthropic is Anthropic's Messages API.
+	FormatAnthropic Format = "anthropic"
+)
 
 // ChatRequest is the decoded body of a chat completion request.
 type ChatRequest struct {
@@ -300,6 +317,14 @@ type errorObject struct {
 		Param   *string `json:"param"`
 		Code    *string `json:"code"`
 	} `json:"error"`
+}
+
+// errorBodyFor is the error body of status in format.
+func errorBodyFor(format Format, status int, message string) string {
+	if format == FormatAnthropic {
+		return anthropicErrorBody(status, message)
+	}
+	return errorBody(status, message)
 }
 
 func errorBody(status int, message string) string {

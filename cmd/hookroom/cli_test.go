@@ -187,3 +187,25 @@ func TestCheckRejectsUnknownToolWithFileLine(t *testing.T) {
 		t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 	}
 }
+
+func TestCheckReadsAvatarFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	body := "data_dir: ./data\nmatrix:\n  homeserver: http://localhost:8008\n  server_name: localhost\n  router:\n    avatar: router.png\n" +
+		"models:\n  default: {provider: echo}\nagents:\n  helper:\n    avatar: notes.txt\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("just text"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := bot.Main([]string{"check", "--config", path}, &out, &errOut); code == 0 {
+		t.Fatal("check accepted a missing avatar and a text file as avatar")
+	}
+	for _, want := range []string{"config.yaml:6: matrix.router.avatar: failed to read the avatar", "config.yaml:11: agents.helper.avatar: notes.txt is not an image"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}

@@ -37,7 +37,7 @@ func TestDemo(t *testing.T) {
 	cmd := exec.Command(filepath.Join(root, "scripts", "demo.sh"))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "HOOKROOM_DEMO_DIR="+dir, "HOOKROOM_DEMO_PORT="+strconv.Itoa(port),
-		"OPENAI_API_KEY=", "HOOKROOM_OPENAI_BASE_URL=")
+		"OPENAI_API_KEY=", "HOOKROOM_OPENAI_BASE_URL=", "ANTHROPIC_API_KEY=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StderrPipe()
 	if err != nil {
@@ -269,7 +269,7 @@ func TestDemoKeepsConfigEdits(t *testing.T) {
 		cmd := exec.Command(filepath.Join(root, "scripts", "demo.sh"), "--smoke")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "HOOKROOM_DEMO_DIR="+dir, "HOOKROOM_DEMO_PORT="+port,
-			"OPENAI_API_KEY=", "HOOKROOM_OPENAI_BASE_URL=")
+			"OPENAI_API_KEY=", "HOOKROOM_OPENAI_BASE_URL=", "ANTHROPIC_API_KEY=")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "smoke test: hookroom is ready") {
 			t.Fatalf("demo.sh --smoke: %v\n%s", err, out)

@@ -274,3 +274,9 @@ func (s *Services) PutRoomState(_ context.Context, room id.RoomID, eventType, st
 	s.nextID++
 	return id.EventID(fmt.Sprintf("$state%d:localhost", s.nextID)), nil
 }
+
+// ToolApprovalRequested returns a tool:approval_requested context for tool
+// with JSON args.
+func ToolApprovalRequested(tool, args string) *hooks.ToolApprovalRequestedContext {
+	return &hooks.ToolApprovalRequestedContext{ToolCall: toolCall(tool, args), ApprovalID: "approval-1"}
+}

@@ -32,6 +32,8 @@ var contextsByEvent = map[string]hooks.Context{
 	"config:reloaded":                  &hooks.ConfigReloadedContext{},
 	"tool:before_call":                 &hooks.ToolBeforeCallContext{},
 	"tool:after_call":                  &hooks.ToolAfterCallContext{},
+	"tool:approval_requested":          &hooks.ToolApprovalRequestedContext{},
+	"tool:approval_resolved":           &hooks.ToolApprovalResolvedContext{},
 }
 
 // jsonFields lists the JSON names of t's fields, embedded structs

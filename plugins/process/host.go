@@ -329,10 +329,29 @@ func (p *Plugin) pluginLog(raw json.RawMessage) error {
 			}
 		}
 	}
-	msg := params.Message
+	msg := p.redact(params.Message)
+	for k, v := range params.Fields {
+		params.Fields[k] = p.redactField(v)
+	}
 	if len(msg) > maxLogMessage {
 		msg = msg[:maxLogMessage] + "…"
 	}
 	ev.Fields(params.Fields).Str("source", "plugin").Msg(msg)
 	return nil
+}
+
+// redactField masks the plugin's secrets in a log field's value: in a
+// string, or anywhere in a structured value (then replaced whole).
+func (p *Plugin) redactField(v any) any {
+	if p.mask == nil {
+		return v
+	}
+	if s, ok := v.(string); ok {
+		return p.redact(s)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil || p.redact(string(raw)) != string(raw) {
+		return redactedText
+	}
+	return v
 }

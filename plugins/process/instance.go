@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookroom/hookroom/internal/procgroup"
 	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
 	"github.com/hookroom/hookroom/plugins/process/protocol"
 	"github.com/hookroom/hookroom/sandbox"
@@ -112,7 +113,7 @@ func (p *Plugin) spawn(ctx context.Context) (*instance, *protocol.InitializeResu
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.spec.StateDir
 	cmd.Env = append([]string{}, p.spec.Env...) // never nil: nothing is inherited
-	setProcessGroup(cmd)
+	procgroup.Set(cmd)
 
 	var files []*os.File
 	closeAll := func() {
@@ -213,7 +214,7 @@ func (inst *instance) wait() {
 		<-inst.stderrDone
 	}
 	// Leave nothing of its process group behind.
-	_ = signalGroup(inst.pid, sigKill)
+	_ = procgroup.Signal(inst.pid, procgroup.Kill)
 	inst.mu.Lock()
 	inst.exitErr = err
 	inst.hasExited = true
@@ -269,7 +270,7 @@ func (p *Plugin) kill(inst *instance, reason string) {
 		inst.killReason = reason
 	}
 	inst.mu.Unlock()
-	if err := signalGroup(inst.pid, sigKill); err != nil {
+	if err := procgroup.Signal(inst.pid, procgroup.Kill); err != nil {
 		_ = inst.cmd.Process.Kill()
 	}
 }
@@ -280,7 +281,7 @@ func (inst *instance) signal(sig os.Signal) {
 	if inst.hasExited {
 		return
 	}
-	if err := signalGroup(inst.pid, sig); err != nil {
+	if err := procgroup.Signal(inst.pid, sig); err != nil {
 		_ = inst.cmd.Process.Signal(sig)
 	}
 }
@@ -316,7 +317,7 @@ func (p *Plugin) stopInstance(inst *instance) {
 		return
 	}
 	p.log.Warn().Dur("waited", sto).Msg("process plugin did not exit after shutdown; sending SIGTERM")
-	inst.signal(sigTerm)
+	inst.signal(procgroup.Term)
 	if inst.waitExit(sto) {
 		return
 	}

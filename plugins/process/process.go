@@ -18,6 +18,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/restart"
 	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
 	"github.com/hookroom/hookroom/plugins/process/protocol"
 	"github.com/hookroom/hookroom/sandbox"
@@ -69,6 +70,13 @@ type Spec struct {
 	// on Linux). On a kernel without Landlock the process runs unconfined
 	// and a warning says so once per plugin.
 	Sandbox *sandbox.Policy
+	// Secrets are values the plugin may know (its secret settings, its
+	// allowlisted environment variables) or must not learn, and that must
+	// never reach hookroom's log through it: they are masked as
+	// "[REDACTED]" in the plugin's stderr lines, its log messages and the
+	// error messages it answers with. Values shorter than 6 bytes are
+	// ignored.
+	Secrets []string
 	// Trace, when set, receives every protocol line in both directions,
 	// each prefixed with "--> " (host to plugin) or "<-- " (plugin to
 	// host): a debugging aid, like an LSP trace. Writes are serialized.
@@ -200,7 +208,8 @@ type Plugin struct {
 	inst         *instance
 	state        state
 	unavailable  error // why calls fail while inst is nil
-	crashes      []time.Time
+	crashes      *restart.Tracker
+	restarts     int // successful restarts after crashes
 	restartTimer *time.Timer
 	closing      bool
 
@@ -213,6 +222,8 @@ type Plugin struct {
 
 	stderrLimit *rateLimiter
 	spawned     []int // pids, for tests
+	// mask replaces spec.Secrets in text the plugin wrote (nil: none).
+	mask *strings.Replacer
 }
 
 // Start starts the plugin's process, sends initialize and reads its
@@ -248,8 +259,12 @@ func Start(ctx context.Context, spec Spec) (*Plugin, error) {
 		sup:  sup,
 		log:  zerolog.Ctx(ctx).With().Str("plugin", spec.Name).Logger(),
 		invs: map[uint64]*invocation{},
+		crashes: restart.New(restart.Policy{
+			Delay: sup.RestartDelay, MaxDelay: sup.MaxRestartDelay, Limit: sup.CrashLimit, Window: sup.CrashWindow,
+		}),
 	}
 	p.stderrLimit = newRateLimiter(sup.StderrLinesPerSecond, sup.StderrBurst)
+	p.mask = secretMasker(spec.Secrets)
 	inst, decl, err := p.spawn(ctx)
 	if err != nil {
 		p.wg.Wait()
@@ -369,6 +384,39 @@ func (p *Plugin) Healthy() bool {
 	return p.state == stateRunning || p.state == stateRestarting
 }
 
+// State names of Status.State.
+const (
+	StateRunning    = "running"    // the process runs and answers calls
+	StateRestarting = "restarting" // it crashed; a restart is scheduled
+	StateDisabled   = "disabled"   // it crashed too often; calls fail until a reload
+	StateClosed     = "closed"     // Close was called
+)
+
+var stateNames = [...]string{stateRunning: StateRunning, stateRestarting: StateRestarting, stateDisabled: StateDisabled, stateClosed: StateClosed}
+
+// Status is a process plugin's supervision state, for metrics and the admin
+// API.
+type Status struct {
+	// State is one of StateRunning, StateRestarting, StateDisabled and
+	// StateClosed.
+	State string `json:"state"`
+	// Restarts counts the restarts after a crash since the plugin started.
+	Restarts int `json:"restarts"`
+	// PID is the running process's id (0 when none runs).
+	PID int `json:"pid,omitempty"`
+}
+
+// Status reports the plugin's supervision state.
+func (p *Plugin) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Status{State: stateNames[p.state], Restarts: p.restarts}
+	if p.inst != nil && p.state == stateRunning {
+		st.PID = p.inst.pid
+	}
+	return st
+}
+
 // live returns the running instance, or why there is none.
 func (p *Plugin) live() (*instance, error) {
 	p.mu.Lock()
@@ -479,6 +527,10 @@ func (p *Plugin) callError(ctx context.Context, inst *instance, what string, err
 		return fmt.Errorf("process plugin %q did not answer %s in time: %w", p.spec.Name, what, err)
 	case errors.As(err, &re):
 		inst.answered()
+		if p.mask != nil {
+			// The message is the plugin's own text (an exception's).
+			err = &jsonrpc.Error{Code: re.Code, Message: p.redact(re.Message)}
+		}
 		return fmt.Errorf("process plugin %q: %s failed: %w", p.spec.Name, what, err)
 	case errors.Is(err, jsonrpc.ErrClosed):
 		// The process died under the call: say how, if it is known in time.
@@ -537,26 +589,16 @@ func (p *Plugin) onExit(inst *instance) {
 // crashedLocked records a crash (the process exited or could not be
 // restarted) and schedules a restart or disables the plugin.
 func (p *Plugin) crashedLocked(why string) {
-	now := time.Now()
-	recent := p.crashes[:0]
-	for _, t := range p.crashes {
-		if now.Sub(t) < p.sup.CrashWindow {
-			recent = append(recent, t)
-		}
-	}
-	p.crashes = append(recent, now)
-	n := len(p.crashes)
-	if n >= p.sup.CrashLimit {
+	d := p.crashes.Crash(time.Now())
+	n := d.Recent
+	if d.Disable {
 		p.state = stateDisabled
 		p.unavailable = fmt.Errorf("process plugin %q: %w (%d crashes within %v; last: %s)", p.spec.Name, ErrDisabled, n, p.sup.CrashWindow, why)
 		p.log.Error().Int("crashes", n).Dur("window", p.sup.CrashWindow).Str("last_crash", why).
 			Msgf("process plugin %q disabled: it crashed %d times within %v; its hooks and tools fail until the next reload", p.spec.Name, n, p.sup.CrashWindow)
 		return
 	}
-	delay := p.sup.RestartDelay << (n - 1)
-	if delay > p.sup.MaxRestartDelay || delay <= 0 {
-		delay = p.sup.MaxRestartDelay
-	}
+	delay := d.Delay
 	p.state = stateRestarting
 	p.unavailable = fmt.Errorf("process plugin %q: %w: restarting after it %s", p.spec.Name, ErrUnavailable, why)
 	p.log.Warn().Str("reason", why).Int("recent_crashes", n).Dur("restart_in", delay).
@@ -600,6 +642,7 @@ func (p *Plugin) restart() {
 	}
 	p.inst = inst
 	p.state = stateRunning
+	p.restarts++
 	p.unavailable = nil
 	p.mu.Unlock()
 	p.watch(inst)

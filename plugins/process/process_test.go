@@ -348,6 +348,12 @@ func TestFaults(t *testing.T) {
 				if p.Healthy() {
 					t.Error("Healthy() = true after the crash loop")
 				}
+				if st := p.Status(); st.State != process.StateDisabled || st.PID != 0 {
+					t.Errorf("Status() = %+v after the crash loop, want disabled without a pid", st)
+				}
+				if st := p.Status(); tc.mode == "crash" && st.Restarts < 1 {
+					t.Errorf("Status() = %+v, want the restarts before it was disabled counted", st)
+				}
 				c := hooktest.BeforeResponse("Hello")
 				d := within(t, "Emit on a disabled plugin", 50*time.Millisecond, func() {
 					_ = hooks.Emit(ctx, reg, hooks.MessageBeforeResponse, c)
@@ -356,6 +362,9 @@ func TestFaults(t *testing.T) {
 				if _, err := p.CallTool(ctx, "echo", process.ToolCallRequest{}); !errors.Is(err, process.ErrDisabled) {
 					t.Errorf("CallTool on a disabled plugin: err = %v, want ErrDisabled", err)
 				}
+			}
+			if st := p.Status(); !tc.disable && tc.mode != "hang" && tc.mode != "late" && (st.State != process.StateRunning || st.PID == 0) {
+				t.Errorf("Status() = %+v, want running with a pid", st)
 			}
 			if tc.mode == "flood" {
 				// 200 burst + 50/s: whatever the plugin writes, the log

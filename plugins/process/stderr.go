@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -49,7 +51,7 @@ func (inst *instance) pumpStderr() {
 
 func (inst *instance) stderrLine(line []byte, truncated bool) {
 	p := inst.p
-	s := string(line)
+	s := p.redact(string(line))
 	inst.mu.Lock()
 	t := s
 	if len(t) > tailLineBytes {
@@ -114,4 +116,36 @@ func (l *rateLimiter) flush() int {
 	d := l.dropped
 	l.dropped = 0
 	return d
+}
+
+// secretMasker returns a replacer of every secret (6 bytes or longer) by
+// "[REDACTED]", or nil when there is none.
+func secretMasker(secrets []string) *strings.Replacer {
+	// Longest first: at one position the replacer takes the first match in
+	// argument order, so a secret that contains another is masked whole.
+	secrets = slices.Clone(secrets)
+	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, s := range secrets {
+		if len(s) >= minSecretLen {
+			pairs = append(pairs, s, redactedText)
+		}
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+const (
+	minSecretLen = 6
+	redactedText = "[REDACTED]"
+)
+
+// redact masks the plugin's secrets in text the plugin wrote.
+func (p *Plugin) redact(text string) string {
+	if p.mask == nil {
+		return text
+	}
+	return p.mask.Replace(text)
 }

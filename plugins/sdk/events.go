@@ -50,6 +50,8 @@ var runners = map[string]runner{
 	hooks.ConfigReloaded.Name():                typed(hooks.ConfigReloaded),
 	hooks.ToolBeforeCall.Name():                typed(hooks.ToolBeforeCall),
 	hooks.ToolAfterCall.Name():                 typed(hooks.ToolAfterCall),
+	hooks.ToolApprovalRequested.Name():         typed(hooks.ToolApprovalRequested),
+	hooks.ToolApprovalResolved.Name():          typed(hooks.ToolApprovalResolved),
 }
 
 // runnerFor returns the runner of a built-in or custom event.

@@ -80,8 +80,17 @@ var testPlugin = sdk.Plugin{
 			if strings.Contains(args.Path, "secret") {
 				c.Decline("secrets stay unread")
 			}
+			if strings.HasPrefix(args.Path, "/prod/") {
+				c.RequireApproval("production files")
+			}
 			return nil
-		}, hooks.WithFailurePolicy(hooks.FailClosed), hooks.Timeout(150*time.Millisecond)),
+		}, hooks.WithFailurePolicy(hooks.FailClosed), hooks.Timeout(5*time.Second)), // a declared timeout, long enough for a loaded machine
+		hooks.Handle(hooks.ToolApprovalRequested, "auto", func(_ context.Context, c *hooks.ToolApprovalRequestedContext) error {
+			if c.Tool == "read_file" {
+				c.Deny("no reading in production")
+			}
+			return nil
+		}),
 		hooks.Handle(hooks.MessageClaim, "ping", func(_ context.Context, c *hooks.MessageClaimContext) error {
 			if c.Envelope.Body == "ping" {
 				c.Claim("pong")
@@ -92,7 +101,10 @@ var testPlugin = sdk.Plugin{
 			c.MessageText = "rewritten: " + c.MessageText
 			return nil
 		}, hooks.Rooms(hooktest.Room)),
-		hooks.Handle(hooks.MessageAfterResponse, "callbacks", callbacks, hooks.Agents(hooktest.Agent)),
+		// callbacks makes a dozen host calls (a process reads an
+		// attachment in chunks): the default 3 s is too short on a loaded
+		// machine, and the test waits for it to finish anyway.
+		hooks.Handle(hooks.MessageAfterResponse, "callbacks", callbacks, hooks.Agents(hooktest.Agent), hooks.Timeout(30*time.Second)),
 		hooks.Handle(emittedEvent, "emitted", func(ctx context.Context, c *hooks.CustomEventContext) error {
 			var p struct{ From string }
 			if err := c.DecodePayload(&p); err != nil {
@@ -329,8 +341,8 @@ func TestSameCodeBothModes(t *testing.T) {
 					infos[i.Hook] = i
 				}
 				if infos["location"].Priority != 20 || infos["guard"].FailurePolicy != "closed" ||
-					infos["guard"].Timeout != 150*time.Millisecond || !slices.Equal(infos["sched"].Rooms, []id.RoomID{hooktest.Room}) ||
-					!slices.Equal(infos["callbacks"].Agents, []hooks.AgentName{hooktest.Agent}) || len(infos) != 13 {
+					infos["guard"].Timeout != 5*time.Second || !slices.Equal(infos["sched"].Rooms, []id.RoomID{hooktest.Room}) ||
+					!slices.Equal(infos["callbacks"].Agents, []hooks.AgentName{hooktest.Agent}) || len(infos) != 14 {
 					t.Errorf("declaration = %+v", infos)
 				}
 			})
@@ -376,6 +388,16 @@ func TestSameCodeBothModes(t *testing.T) {
 				emit(t, h, hooks.ToolBeforeCall, c)
 				if !c.Declined || !strings.Contains(c.DeclineReason, "was unavailable (failed)") {
 					t.Errorf("declined=%v reason=%q", c.Declined, c.DeclineReason)
+				}
+				c = hooktest.ToolBeforeCall("read_file", `{"path":"/prod/x"}`)
+				emit(t, h, hooks.ToolBeforeCall, c)
+				if c.Declined || !c.ApprovalRequired || c.ApprovalReason != "production files" {
+					t.Errorf("declined=%v approval=%v reason=%q", c.Declined, c.ApprovalRequired, c.ApprovalReason)
+				}
+				a := hooktest.ToolApprovalRequested("read_file", `{"path":"/prod/x"}`)
+				emit(t, h, hooks.ToolApprovalRequested, a)
+				if a.Decision != hooks.ApprovalDeny || a.DecisionReason != "no reading in production" {
+					t.Errorf("decision=%q reason=%q", a.Decision, a.DecisionReason)
 				}
 			})
 			t.Run("claim", func(t *testing.T) {

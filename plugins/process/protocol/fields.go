@@ -5,156 +5,108 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"github.com/hookroom/hookroom/hooks"
 )
 
-// The designated mutable fields, by event (JSON names, as the hooks package
-// marshals the contexts):
+// The designated mutable fields of each event are hooks.MutableFields of its
+// context (JSON paths, as the hooks package marshals the contexts):
 //
 //	message:received                  suppress
 //	schedule:fired                    message_text, suppress
 //	message:enrich, system:enrich     items
 //	message:before_response           draft.text, draft.extra, draft.tool_trace, draft.suppress
 //	message:final_response_transform  draft.text
-//	tool:before_call                  declined, decline_reason
+//	tool:before_call                  declined, decline_reason, approval_required, approval_reason
+//	tool:approval_requested           decision, decision_reason
 //	message:claim                     claimed
 //
 // Every other event has none: a hook of it can only observe (and call host
-// methods).
+// methods). plugins/process's TestDesignatedFieldsAreDocumented keeps this
+// table and docs/plugin-protocol.md true.
 
 // Apply copies the designated mutable fields present in result (a
 // HookInvokeResult's context object) into c, the hook's own copy of the
 // context. result is decoded into a fresh value of c's concrete type, so
 // nothing c shares with other copies (its envelope's slices, say) is ever
-// written; fields absent from result keep their values, and everything that
-// is not a designated field of the event is ignored. An empty or null result
-// changes nothing.
+// written; fields absent from result keep their values (as do fields given
+// as null, except those a null clears), and everything that is not a
+// designated field of the event is ignored. An empty or null result changes
+// nothing.
 func Apply(c hooks.Context, result json.RawMessage) error {
 	result = bytes.TrimSpace(result)
 	if len(result) == 0 || string(result) == "null" {
 		return nil
 	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(result, &keys); err != nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(result, &top); err != nil {
 		return fmt.Errorf("failed to decode hook result: want a JSON object: %w", err)
 	}
-	var err error
-	switch c := c.(type) {
-	case *hooks.MessageReceivedContext:
-		err = apply(result, keys, func(f *hooks.MessageReceivedContext) {
-			if has(keys, "suppress") {
-				c.Suppress = f.Suppress
-			}
-		})
-	case *hooks.ScheduleFiredContext:
-		err = apply(result, keys, func(f *hooks.ScheduleFiredContext) {
-			if has(keys, "message_text") {
-				c.MessageText = f.MessageText
-			}
-			if has(keys, "suppress") {
-				c.Suppress = f.Suppress
-			}
-		})
-	case *hooks.MessageEnrichContext:
-		err = apply(result, keys, func(f *hooks.MessageEnrichContext) {
-			if has(keys, "items") {
-				c.Items = f.Items
-			}
-		})
-		if err == nil {
-			err = checkItems(c.Items)
-		}
-	case *hooks.SystemEnrichContext:
-		err = apply(result, keys, func(f *hooks.SystemEnrichContext) {
-			if has(keys, "items") {
-				c.Items = f.Items
-			}
-		})
-		if err == nil {
-			err = checkItems(c.Items)
-		}
-	case *hooks.BeforeResponseContext:
-		var draft map[string]json.RawMessage
-		if raw, ok := keys["draft"]; ok && !isNull(raw) {
-			if err := json.Unmarshal(raw, &draft); err != nil {
-				return fmt.Errorf("failed to decode hook result: draft: %w", err)
-			}
-		}
-		err = apply(result, keys, func(f *hooks.BeforeResponseContext) {
-			if has(draft, "text") {
-				c.Draft.Text = f.Draft.Text
-			}
-			// extra and tool_trace may be cleared with null.
-			if hasKey(draft, "extra") {
-				c.Draft.Extra = f.Draft.Extra
-				if isNull(c.Draft.Extra) {
-					c.Draft.Extra = nil
-				}
-			}
-			if hasKey(draft, "tool_trace") {
-				c.Draft.ToolTrace = f.Draft.ToolTrace
-			}
-			if has(draft, "suppress") {
-				c.Draft.Suppress = f.Draft.Suppress
-			}
-		})
-	case *hooks.FinalResponseContext:
-		var draft map[string]json.RawMessage
-		if raw, ok := keys["draft"]; ok && !isNull(raw) {
-			if err := json.Unmarshal(raw, &draft); err != nil {
-				return fmt.Errorf("failed to decode hook result: draft: %w", err)
-			}
-		}
-		err = apply(result, keys, func(f *hooks.FinalResponseContext) {
-			if has(draft, "text") {
-				c.Draft.Text = f.Draft.Text
-			}
-		})
-	case *hooks.ToolBeforeCallContext:
-		err = apply(result, keys, func(f *hooks.ToolBeforeCallContext) {
-			if has(keys, "declined") {
-				c.Declined = f.Declined
-			}
-			if has(keys, "decline_reason") {
-				c.DeclineReason = f.DeclineReason
-			}
-		})
-	case *hooks.MessageClaimContext:
-		err = apply(result, keys, func(f *hooks.MessageClaimContext) {
-			if f.Claimed != nil {
-				c.Claimed = f.Claimed
-			}
-		})
-	default:
-		// No designated fields: observe only.
-	}
-	return err
-}
-
-// apply decodes result into a fresh *T (only when it names a field) and
-// hands it to copyFields.
-func apply[T any](result json.RawMessage, keys map[string]json.RawMessage, copyFields func(*T)) error {
-	if len(keys) == 0 {
+	fields := hooks.MutableFields(c)
+	if len(fields) == 0 || len(top) == 0 {
 		return nil
 	}
-	f := new(T)
-	if err := json.Unmarshal(result, f); err != nil {
+	objects := map[string]map[string]json.RawMessage{"": top}
+	var given []hooks.MutableField
+	for _, f := range fields {
+		raw, ok, err := lookup(objects, f.Path)
+		if err != nil {
+			return err
+		}
+		if ok && (f.Nullable || !isNull(raw)) {
+			given = append(given, f)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	fresh := reflect.New(reflect.TypeOf(c).Elem()).Interface().(hooks.Context)
+	if err := json.Unmarshal(result, fresh); err != nil {
 		return fmt.Errorf("failed to decode hook result: %w", err)
 	}
-	copyFields(f)
+	for _, f := range given {
+		f.Take(c, fresh)
+	}
+	return check(c)
+}
+
+// lookup finds the value at a dotted path in a decoded result; objects
+// caches the nested objects decoded so far, by path ("" is the result).
+func lookup(objects map[string]map[string]json.RawMessage, path string) (json.RawMessage, bool, error) {
+	parent, key := "", path
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		parent, key = path[:i], path[i+1:]
+	}
+	obj, ok := objects[parent]
+	if !ok {
+		raw, found, err := lookup(objects, parent)
+		if err != nil || !found || isNull(raw) {
+			return nil, false, err
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, false, fmt.Errorf("failed to decode hook result: %s: %w", parent, err)
+		}
+		objects[parent] = obj
+	}
+	raw, found := obj[key]
+	return raw, found, nil
+}
+
+// check validates what a plugin's answer may set beyond its JSON type.
+func check(c hooks.Context) error {
+	switch c := c.(type) {
+	case *hooks.MessageEnrichContext:
+		return checkItems(c.Items)
+	case *hooks.SystemEnrichContext:
+		return checkItems(c.Items)
+	case *hooks.ToolApprovalRequestedContext:
+		if c.Decision != "" && c.Decision != hooks.ApprovalApprove && c.Decision != hooks.ApprovalDeny {
+			return fmt.Errorf("invalid decision %q (want %q, %q or none)", c.Decision, hooks.ApprovalApprove, hooks.ApprovalDeny)
+		}
+	}
 	return nil
-}
-
-// has reports whether key is present with a non-null value.
-func has(m map[string]json.RawMessage, key string) bool {
-	v, ok := m[key]
-	return ok && !isNull(v)
-}
-
-func hasKey(m map[string]json.RawMessage, key string) bool {
-	_, ok := m[key]
-	return ok
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -182,65 +134,26 @@ func checkItems(items []hooks.EnrichmentItem) error {
 // context object: what a plugin answers after its hook changed c. Only the
 // fields of c's event are included, so the answer stays small.
 func Result(c hooks.Context) (json.RawMessage, error) {
-	var v any
-	switch c := c.(type) {
-	case *hooks.MessageReceivedContext:
-		v = struct {
-			Suppress bool `json:"suppress"`
-		}{c.Suppress}
-	case *hooks.ScheduleFiredContext:
-		v = struct {
-			MessageText string `json:"message_text"`
-			Suppress    bool   `json:"suppress"`
-		}{c.MessageText, c.Suppress}
-	case *hooks.MessageEnrichContext:
-		v = itemsResult{c.Items}
-	case *hooks.SystemEnrichContext:
-		v = itemsResult{c.Items}
-	case *hooks.BeforeResponseContext:
-		type draft struct {
-			Text      string                 `json:"text"`
-			Extra     json.RawMessage        `json:"extra"`
-			ToolTrace []hooks.ToolTraceEntry `json:"tool_trace"`
-			Suppress  bool                   `json:"suppress"`
+	out := map[string]any{}
+	for _, f := range hooks.MutableFields(c) {
+		obj, key := out, f.Path
+		for {
+			i := strings.IndexByte(key, '.')
+			if i < 0 {
+				break
+			}
+			next, ok := obj[key[:i]].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				obj[key[:i]] = next
+			}
+			obj, key = next, key[i+1:]
 		}
-		d := draft{c.Draft.Text, c.Draft.Extra, c.Draft.ToolTrace, c.Draft.Suppress}
-		if len(d.Extra) == 0 {
-			d.Extra = json.RawMessage("null")
-		}
-		v = struct {
-			Draft draft `json:"draft"`
-		}{d}
-	case *hooks.FinalResponseContext:
-		v = struct {
-			Draft struct {
-				Text string `json:"text"`
-			} `json:"draft"`
-		}{Draft: struct {
-			Text string `json:"text"`
-		}{c.Draft.Text}}
-	case *hooks.ToolBeforeCallContext:
-		v = struct {
-			Declined      bool   `json:"declined"`
-			DeclineReason string `json:"decline_reason"`
-		}{c.Declined, c.DeclineReason}
-	case *hooks.MessageClaimContext:
-		if c.Claimed == nil {
-			return json.RawMessage("{}"), nil
-		}
-		v = struct {
-			Claimed *hooks.ClaimResponse `json:"claimed"`
-		}{c.Claimed}
-	default:
-		return json.RawMessage("{}"), nil
+		obj[key] = f.Value(c)
 	}
-	raw, err := json.Marshal(v)
+	raw, err := json.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("failed to encode hook result: %w", err)
 	}
 	return raw, nil
-}
-
-type itemsResult struct {
-	Items []hooks.EnrichmentItem `json:"items"`
 }

@@ -14,6 +14,13 @@ With this module a plugin is a few decorated functions::
     async def guard(ctx):
         if ctx.tool_name == "read_file" and "secret" in str(ctx.arguments.get("path", "")):
             ctx.decline("Sensitive files must stay unread.")
+        elif ctx.tool_name.startswith("delete_"):
+            ctx.require_approval("Deleting cannot be undone.")  # a person decides
+
+    @hook("tool:approval_requested")
+    async def auto_approve(ctx):
+        if ctx.tool_name == "read_file":
+            ctx.approve("reads are fine")  # or ctx.deny(reason); neither: ask a person
 
     @tool("add", "Adds two numbers", {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
     async def add(call):
@@ -409,6 +416,31 @@ class HookContext(_Base):
         self._data["declined"] = True
         self._data["decline_reason"] = str(reason)
 
+    def require_approval(self, reason: str) -> None:
+        """tool:before_call: make the call wait for a person's approval (a later decline still wins)."""
+        if not self._data.get("approval_required") or not self._data.get("approval_reason"):
+            self._data["approval_reason"] = str(reason)
+        self._data["approval_required"] = True
+
+    @property
+    def approval_required(self) -> bool:
+        return bool(self._data.get("approval_required", False))
+
+    def approve(self, reason: str = "") -> None:
+        """tool:approval_requested: let the call run without asking a person."""
+        self._data["decision"] = "approve"
+        self._data["decision_reason"] = str(reason)
+
+    def deny(self, reason: str) -> None:
+        """tool:approval_requested: refuse the call without asking a person; the model sees reason."""
+        self._data["decision"] = "deny"
+        self._data["decision_reason"] = str(reason)
+
+    @property
+    def decision(self) -> str:
+        """tool:approval_requested: "approve", "deny" or "" (ask a person)."""
+        return self._data.get("decision", "") or ""
+
     @property
     def declined(self) -> bool:
         return bool(self._data.get("declined", False))
@@ -431,7 +463,7 @@ class HookContext(_Base):
     # -- conveniences -------------------------------------------------------
     @property
     def tool_name(self) -> str:
-        """tool:before_call, tool:after_call: the tool's name."""
+        """tool:before_call, tool:after_call, tool:approval_*: the tool's name."""
         return self._data.get("tool", "")
 
     @property
@@ -548,7 +580,14 @@ class HookContext(_Base):
         if ev == "message:final_response_transform":
             return {"draft": {"text": (d.get("draft") or {}).get("text", "")}}
         if ev == "tool:before_call":
-            return {"declined": bool(d.get("declined", False)), "decline_reason": d.get("decline_reason", "")}
+            return {
+                "declined": bool(d.get("declined", False)),
+                "decline_reason": d.get("decline_reason", ""),
+                "approval_required": bool(d.get("approval_required", False)),
+                "approval_reason": d.get("approval_reason", ""),
+            }
+        if ev == "tool:approval_requested":
+            return {"decision": d.get("decision", "") or "", "decision_reason": d.get("decision_reason", "")}
         if ev == "message:claim":
             return {"claimed": d["claimed"]} if d.get("claimed") is not None else {}
         return {}

@@ -182,6 +182,15 @@ def make_plugin() -> hp.Plugin:
     async def guard(ctx):
         if ctx.tool_name == "read_file" and "secret" in str(ctx.arguments.get("path", "")):
             ctx.decline("Sensitive files must stay unread.")
+        if ctx.tool_name == "delete_file":
+            ctx.require_approval("Deleting needs a person's yes.")
+
+    @p.hook("tool:approval_requested")
+    async def auto_approve(ctx):
+        if ctx.tool_name == "read_file":
+            ctx.approve("reading is fine")
+        elif ctx.tool_name == "format_disk":
+            ctx.deny("never")
 
     @p.hook("message:claim")
     def ping(ctx):  # a plain function works too
@@ -334,9 +343,33 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
                 "guard",
                 "tool:before_call",
                 {"tool": "read_file", "arguments": {"path": "/secret"}, "declined": False},
-                {"declined": True, "decline_reason": "Sensitive files must stay unread."},
+                {"declined": True, "decline_reason": "Sensitive files must stay unread.", "approval_required": False, "approval_reason": ""},
             ),
-            ("guard", "tool:before_call", {"tool": "read_file", "arguments": {"path": "/ok"}}, {"declined": False, "decline_reason": ""}),
+            (
+                "guard",
+                "tool:before_call",
+                {"tool": "read_file", "arguments": {"path": "/ok"}},
+                {"declined": False, "decline_reason": "", "approval_required": False, "approval_reason": ""},
+            ),
+            (
+                "guard",
+                "tool:before_call",
+                {"tool": "delete_file", "arguments": {"path": "/ok"}},
+                {"declined": False, "decline_reason": "", "approval_required": True, "approval_reason": "Deleting needs a person's yes."},
+            ),
+            (
+                "auto_approve",
+                "tool:approval_requested",
+                {"tool": "read_file", "arguments": {}, "approval_id": "a1"},
+                {"decision": "approve", "decision_reason": "reading is fine"},
+            ),
+            (
+                "auto_approve",
+                "tool:approval_requested",
+                {"tool": "format_disk", "arguments": {}, "approval_id": "a2"},
+                {"decision": "deny", "decision_reason": "never"},
+            ),
+            ("auto_approve", "tool:approval_requested", {"tool": "ls", "arguments": {}}, {"decision": "", "decision_reason": ""}),
             ("ping", "message:claim", {"envelope": envelope("ping")}, {"claimed": {"text": "pong"}}),
             ("ping", "message:claim", {"envelope": envelope("other")}, {}),
             (

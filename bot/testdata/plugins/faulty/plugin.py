@@ -8,20 +8,25 @@ import time
 from hookroom_plugin import hook, run
 
 
-@hook("message:enrich", timeout_ms=300)
+# The deadline leaves a loaded machine (shared CI, -race) ample time to run
+# the hooks that answer at once; the faults sit far beyond it.
+DEADLINE_S = 3.0
+
+
+@hook("message:enrich", timeout_ms=int(DEADLINE_S * 1000))
 async def enrich(ctx):
     fault = ctx.settings.get("fault")
     if fault == "crash":
         os._exit(3)  # dies in the middle of every call
     if fault == "hang":
-        time.sleep(5)  # blocks the whole plugin, ignoring cancellation
+        time.sleep(30)  # blocks the whole plugin, ignoring cancellation
     if fault == "garbage":
         os.write(1, b"this is not JSON-RPC\n{\"half\": \n")
     if fault == "flood":
         for i in range(20000):
             os.write(2, b"flooding stderr line %d\n" % i)
     if fault == "late":
-        await asyncio.sleep(1)  # answers after its 300 ms deadline
+        await asyncio.sleep(DEADLINE_S + 1.5)  # answers after its deadline
     # Only a hook that returns in time contributes its item.
     ctx.add_metadata("faulty_" + str(fault), "added by the " + str(fault) + " plugin")
 

@@ -1,0 +1,550 @@
+package agents
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+)
+
+// anthropicModel is the native Anthropic provider (the Messages API), built
+// on the official anthropic-sdk-go: the SDK speaks the wire format (request
+// encoding, SSE framing); this file maps our types onto it, gathers the
+// streamed tool_use input, marks the stable prompt prefix for prompt
+// caching and turns every failure into a *ModelError.
+type anthropicModel struct {
+	spec ModelSpec
+	// messages is the SDK's Messages API service alone, made without
+	// anthropic.NewClient: no environment defaults, no other API.
+	messages anthropic.MessageService
+}
+
+var _ Model = (*anthropicModel)(nil)
+
+// maxCacheBreakpoints is how many cache_control markers the Messages API
+// accepts in one request.
+const maxCacheBreakpoints = 4
+
+func newAnthropic(spec ModelSpec) (*anthropicModel, error) {
+	if spec.Model == "" {
+		return nil, errors.New("failed to create anthropic model: no model name")
+	}
+	u, err := url.Parse(spec.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("failed to create anthropic model %q: base url %q is not an http(s) URL", spec.Model, spec.BaseURL)
+	}
+	hc := spec.HTTPClient
+	if hc == nil {
+		// No client-wide timeout: a long reply may stream for minutes. The
+		// idle watchdog bounds silence instead.
+		hc = &http.Client{}
+	}
+	// Only what config.yaml says: a service made without anthropic.NewClient
+	// reads no ANTHROPIC_* environment variable and no credential file.
+	opts := []option.RequestOption{
+		option.WithBaseURL(anthropicRoot(spec.BaseURL)),
+		option.WithHTTPClient(hc),
+		// A failure is reported once, as a *ModelError that says whether
+		// it is retryable: retrying is hookroom's decision, as for the
+		// OpenAI-compatible provider, never the SDK's behind its back.
+		option.WithMaxRetries(0),
+	}
+	if spec.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(spec.APIKey))
+	}
+	return &anthropicModel{spec: spec, messages: anthropic.NewMessageService(opts...)}, nil
+}
+
+// anthropicRoot is the base URL the SDK wants: the API root, to which it
+// appends "v1/messages". A configured URL that already ends in /v1 (as
+// OpenAI-style URLs do) is accepted too.
+func anthropicRoot(base string) string {
+	base = strings.TrimRight(base, "/")
+	base = strings.TrimSuffix(base, "/v1")
+	return base + "/"
+}
+
+// request maps req onto the Messages API. The result is deterministic: the
+// same req always gives the same JSON, so that the provider's prompt cache
+// sees identical prefixes.
+func (m *anthropicModel) request(req *Request) (anthropic.MessageNewParams, []option.RequestOption) {
+	out := anthropic.MessageNewParams{Model: m.spec.Model, MaxTokens: int64(m.maxTokens(req))}
+	marks := cacheMarks(req.Messages)
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		var blocks []anthropic.TextBlockParam
+		if msg.Role == RoleSystem {
+			// The Messages API has one system prompt, before the
+			// conversation: every system message becomes a part of it, in
+			// order (a compaction summary is one, at the head of the
+			// history).
+			blocks = splitText(msg.Content, msg.StablePrefix, marks[i])
+			out.System = append(out.System, blocks...)
+			continue
+		}
+		role, content := m.blocks(msg, marks[i])
+		if len(content) == 0 {
+			continue
+		}
+		// Consecutive messages of one role become one message: the API
+		// wants user and assistant to alternate, and all the results of one
+		// round of tool calls in the user message after it.
+		if n := len(out.Messages); n > 0 && messageRole(out.Messages[n-1]) == role {
+			last := &out.Messages[n-1]
+			if role == RoleAssistant {
+				last.OfAssistant.Content = append(last.OfAssistant.Content, content...)
+			} else {
+				last.OfUser.Content = append(last.OfUser.Content, content...)
+			}
+			continue
+		}
+		if role == RoleAssistant {
+			out.Messages = append(out.Messages, anthropic.NewAssistantMessage(content...))
+		} else {
+			out.Messages = append(out.Messages, anthropic.NewUserMessage(content...))
+		}
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(schema) == 0 {
+			schema = emptySchema
+		}
+		tool := &anthropic.ToolParam{
+			Name:        t.Name,
+			InputSchema: param.Override[anthropic.ToolInputSchemaParam](schema),
+		}
+		if t.Description != "" {
+			tool.Description = anthropic.String(t.Description)
+		}
+		out.Tools = append(out.Tools, anthropic.ToolUnionParam{OfTool: tool})
+	}
+	var opts []option.RequestOption
+	if req.Temperature != nil {
+		opts = append(opts, option.WithJSONSet("temperature", float64(*req.Temperature)))
+	}
+	return out, opts
+}
+
+// maxTokens is the request's bound, else the model's; the Messages API
+// requires one.
+func (m *anthropicModel) maxTokens(req *Request) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	if m.spec.MaxTokens > 0 {
+		return m.spec.MaxTokens
+	}
+	return DefaultAnthropicMaxTokens
+}
+
+func messageRole(p anthropic.MessageParam) Role {
+	if p.OfAssistant != nil {
+		return RoleAssistant
+	}
+	return RoleUser
+}
+
+// cacheMarks says which messages get a cache breakpoint: those with a
+// StablePrefix, the last maxCacheBreakpoints of them (a later breakpoint
+// covers everything before it, so the last ones are worth the most).
+func cacheMarks(msgs []Message) []bool {
+	marks := make([]bool, len(msgs))
+	n := 0
+	for i := len(msgs) - 1; i >= 0 && n < maxCacheBreakpoints; i-- {
+		if msgs[i].StablePrefix > 0 && msgs[i].Content != "" {
+			marks[i] = true
+			n++
+		}
+	}
+	return marks
+}
+
+// splitText turns text into text blocks: when mark is set, the first
+// stable bytes become a block of their own that carries the cache
+// breakpoint, and the rest (if any) a second block. Joined, the blocks are
+// the text unchanged. Empty text gives no block (the API refuses empty
+// text blocks).
+func splitText(text string, stable int, mark bool) []anthropic.TextBlockParam {
+	if text == "" {
+		return nil
+	}
+	if !mark {
+		return []anthropic.TextBlockParam{{Text: text}}
+	}
+	stable = min(stable, len(text))
+	if !utf8.RuneStart(text[min(stable, len(text)-1)]) {
+		stable = len(text) // not a character boundary: mark the whole text
+	}
+	head := anthropic.TextBlockParam{Text: text[:stable], CacheControl: anthropic.NewCacheControlEphemeralParam()}
+	if stable == len(text) {
+		return []anthropic.TextBlockParam{head}
+	}
+	return []anthropic.TextBlockParam{head, {Text: text[stable:]}}
+}
+
+// blocks maps one non-system message to the role it is sent as and its
+// content blocks.
+func (m *anthropicModel) blocks(msg *Message, mark bool) (Role, []anthropic.ContentBlockParamUnion) {
+	var out []anthropic.ContentBlockParamUnion
+	switch msg.Role {
+	case RoleTool:
+		res := &anthropic.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
+		if msg.Content != "" {
+			res.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: msg.Content}}}
+		}
+		if mark {
+			res.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
+		return RoleUser, []anthropic.ContentBlockParamUnion{{OfToolResult: res}}
+	case RoleAssistant:
+		for _, b := range splitText(msg.Content, msg.StablePrefix, mark) {
+			out = append(out, anthropic.ContentBlockParamUnion{OfText: &b})
+		}
+		for _, tc := range msg.ToolCalls {
+			out = append(out, anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{
+				ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments),
+			}})
+		}
+		return RoleAssistant, out
+	default:
+		for _, b := range splitText(msg.Content, msg.StablePrefix, mark) {
+			out = append(out, anthropic.ContentBlockParamUnion{OfText: &b})
+		}
+		for _, img := range msg.Images {
+			out = append(out, anthropic.ContentBlockParamUnion{OfImage: &anthropic.ImageBlockParam{
+				Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
+					Data: base64.StdEncoding.EncodeToString(img.Data), MediaType: anthropic.Base64ImageSourceMediaType(img.MimeType),
+				}},
+			}})
+		}
+		return RoleUser, out
+	}
+}
+
+// toolInput is a tool call's arguments as the tool_use block's input: the
+// model's JSON object verbatim, or {} when it was not a JSON object (the
+// tool loop told the model so in the call's result).
+func toolInput(args string) json.RawMessage {
+	a := strings.TrimSpace(args)
+	if !strings.HasPrefix(a, "{") || !json.Valid([]byte(a)) {
+		return json.RawMessage(`{}`)
+	}
+	return json.RawMessage(a)
+}
+
+// Stream sends req as a streamed message.
+func (m *anthropicModel) Stream(ctx context.Context, req *Request) (Stream, error) {
+	params, opts := m.request(req)
+	sctx, cancel := context.WithCancelCause(ctx)
+	timeout := m.spec.RequestTimeout
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
+	watchdog := time.AfterFunc(timeout, func() { cancel(errIdleTimeout) })
+	raw := m.messages.NewStreaming(sctx, params, opts...)
+	watchdog.Stop()
+	if err := raw.Err(); err != nil {
+		me := m.classify(sctx, ctx, err)
+		_ = raw.Close()
+		cancel(nil)
+		return nil, me
+	}
+	return &anthropicStream{m: m, parent: ctx, ctx: sctx, cancel: cancel, watchdog: watchdog, timeout: timeout, raw: raw,
+		calls: map[int64]*ToolCall{}, startInput: map[int64]string{}}, nil
+}
+
+// anthropicStream reads the SDK's stream events and turns them into ours.
+// Text is passed on as it arrives; tool calls, usage and the stop reason
+// are held back until message_stop, because they are only complete then.
+type anthropicStream struct {
+	m        *anthropicModel
+	parent   context.Context
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	watchdog *time.Timer
+	timeout  time.Duration
+	raw      *ssestream.Stream[anthropic.MessageStreamEventUnion]
+
+	pending []Event
+	err     error
+	ended   bool
+
+	started    bool
+	stopped    bool
+	stop       anthropic.StopReason
+	usage      Usage
+	calls      map[int64]*ToolCall
+	startInput map[int64]string
+	callOrder  []int64
+	closeOnce  sync.Once
+}
+
+func (s *anthropicStream) Recv() (Event, error) {
+	for len(s.pending) == 0 {
+		if s.err != nil {
+			return Event{}, s.err
+		}
+		if s.ended {
+			return Event{}, io.EOF
+		}
+		s.watchdog.Reset(s.timeout)
+		ok := s.raw.Next()
+		s.watchdog.Stop()
+		if !ok {
+			if err := s.raw.Err(); err != nil || s.ctx.Err() != nil {
+				if err == nil {
+					err = s.ctx.Err()
+				}
+				s.err = s.m.classify(s.ctx, s.parent, err)
+				s.Close()
+				continue
+			}
+			s.end()
+			continue
+		}
+		ev := s.raw.Current()
+		s.absorb(&ev)
+	}
+	ev := s.pending[0]
+	s.pending = s.pending[1:]
+	return ev, nil
+}
+
+func (s *anthropicStream) absorb(ev *anthropic.MessageStreamEventUnion) {
+	switch ev.Type {
+	case "message_start":
+		s.started = true
+		u := ev.Message.Usage
+		s.setUsage(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens)
+	case "content_block_start":
+		switch cb := &ev.ContentBlock; cb.Type {
+		case "text":
+			if cb.Text != "" {
+				s.pending = append(s.pending, Event{Kind: EventText, Text: cb.Text})
+			}
+		case "tool_use":
+			if _, dup := s.calls[ev.Index]; !dup {
+				s.callOrder = append(s.callOrder, ev.Index)
+			}
+			s.calls[ev.Index] = &ToolCall{ID: cb.ID, Name: cb.Name}
+			// The API starts the block with "input": {} and streams the
+			// input as input_json_delta; a proxy may send it whole here.
+			if raw := strings.TrimSpace(cb.JSON.Input.Raw()); raw != "" && raw != "{}" && raw != "null" {
+				s.startInput[ev.Index] = raw
+			}
+		}
+	case "content_block_delta":
+		switch ev.Delta.Type {
+		case "text_delta":
+			if ev.Delta.Text != "" {
+				s.pending = append(s.pending, Event{Kind: EventText, Text: ev.Delta.Text})
+			}
+		case "input_json_delta":
+			if tc := s.calls[ev.Index]; tc != nil {
+				tc.Arguments += ev.Delta.PartialJSON
+			}
+		}
+	case "message_delta":
+		if ev.Delta.StopReason != "" {
+			s.stop = ev.Delta.StopReason
+		}
+		// The counts in message_delta are cumulative; input counts are
+		// only there on newer API versions.
+		u := ev.Usage
+		s.setUsage(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens)
+	case "message_stop":
+		s.stopped = true
+	}
+}
+
+// setUsage merges token counts; zero counts leave the known ones alone.
+// The Messages API counts cache reads and writes apart from input_tokens;
+// our PromptTokens is all three.
+func (s *anthropicStream) setUsage(input, cacheRead, cacheWrite, output int64) {
+	if input > 0 || cacheRead > 0 || cacheWrite > 0 {
+		s.usage.PromptTokens = int(input + cacheRead + cacheWrite)
+		s.usage.CachedTokens = int(cacheRead)
+	}
+	if output > 0 {
+		s.usage.CompletionTokens = int(output)
+	}
+	s.usage.TotalTokens = s.usage.PromptTokens + s.usage.CompletionTokens
+}
+
+// anthropicFinish maps a stop reason onto ours.
+func anthropicFinish(r anthropic.StopReason) FinishReason {
+	switch r {
+	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
+		return FinishLength
+	case anthropic.StopReasonToolUse:
+		return FinishToolCalls
+	case anthropic.StopReasonRefusal:
+		return FinishContentFilter
+	}
+	// end_turn, stop_sequence, pause_turn (a server tool paused: the text
+	// so far is the answer) and reasons unknown to us.
+	return FinishStop
+}
+
+// end runs when the server closed the stream: it checks that the reply was
+// complete and queues the held-back events.
+func (s *anthropicStream) end() {
+	s.ended = true
+	s.Close()
+	switch {
+	case !s.started:
+		s.err = &ModelError{Model: s.m.spec.Model, Kind: ErrorProtocol, Message: "the server's reply is not a message stream (no message_start)"}
+		return
+	case !s.stopped:
+		s.err = &ModelError{Model: s.m.spec.Model, Kind: ErrorProtocol, Retryable: true, Err: io.ErrUnexpectedEOF,
+			Message: "the stream ended before the model finished its reply (truncated)"}
+		return
+	}
+	var calls []ToolCall
+	for _, idx := range s.callOrder {
+		c := *s.calls[idx]
+		if strings.TrimSpace(c.Arguments) == "" {
+			c.Arguments = s.startInput[idx]
+		}
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("call_%d", len(calls))
+		}
+		if strings.TrimSpace(c.Arguments) == "" {
+			c.Arguments = "{}"
+		}
+		calls = append(calls, c)
+	}
+	if len(calls) > 0 {
+		s.pending = append(s.pending, Event{Kind: EventToolCalls, ToolCalls: calls})
+	}
+	if !s.usage.IsZero() {
+		s.pending = append(s.pending, Event{Kind: EventUsage, Usage: s.usage})
+	}
+	s.pending = append(s.pending, Event{Kind: EventFinish, FinishReason: anthropicFinish(s.stop)})
+}
+
+func (s *anthropicStream) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.watchdog.Stop()
+		err = s.raw.Close()
+		s.cancel(nil)
+	})
+	return err
+}
+
+// retryableAnthropicError says which error types of an error event in a
+// stream are worth repeating the request for.
+func retryableAnthropicError(t anthropic.ErrorType) bool {
+	switch t {
+	case "overloaded_error", "api_error", "rate_limit_error", "timeout_error":
+		return true
+	}
+	return false
+}
+
+// classify turns an error of the SDK or net/http into a *ModelError whose
+// message and cause hold no credential: the API key, and anything that
+// looks like one, is scrubbed from both (servers and proxies may echo a
+// refused key).
+func (m *anthropicModel) classify(sctx, parent context.Context, err error) *ModelError {
+	me := m.classifyRaw(sctx, parent, err)
+	me.Message = scrubCredentials(me.Message, m.spec.APIKey)
+	var opErr *net.OpError
+	switch {
+	case me.Err == nil, errors.Is(me.Err, context.Canceled), errors.Is(me.Err, context.DeadlineExceeded), me.Err == io.ErrUnexpectedEOF:
+	case errors.As(me.Err, &opErr) && me.Err == error(opErr):
+		// A connection error names addresses only: keep it for errors.Is.
+	default:
+		// The SDK's errors quote the request URL and the response body.
+		me.Err = errors.New(scrubCredentials(clip(me.Err.Error()), m.spec.APIKey))
+	}
+	return me
+}
+
+func (m *anthropicModel) classifyRaw(sctx, parent context.Context, err error) *ModelError {
+	me := &ModelError{Model: m.spec.Model, Err: err}
+	if sctx.Err() != nil {
+		cause := context.Cause(sctx)
+		switch {
+		case errors.Is(cause, errIdleTimeout):
+			me.Kind, me.Retryable, me.Err = ErrorTimeout, true, errIdleTimeout
+			me.Message = fmt.Sprintf("the model server sent nothing for %s", m.spec.RequestTimeout)
+		case errors.Is(parent.Err(), context.DeadlineExceeded):
+			me.Kind, me.Retryable, me.Err = ErrorTimeout, true, context.DeadlineExceeded
+			me.Message = "the reply did not finish before the deadline"
+		default:
+			me.Kind, me.Err = ErrorCancelled, context.Canceled
+			me.Message = "the request was cancelled"
+		}
+		return me
+	}
+	var (
+		apiErr *anthropic.Error
+		synErr *json.SyntaxError
+		netErr net.Error
+		urlErr *url.Error
+	)
+	switch {
+	case errors.As(err, &apiErr) && apiErr.StatusCode >= 400:
+		me.Kind, me.StatusCode, me.Retryable = ErrorHTTP, apiErr.StatusCode, retryableStatus(apiErr.StatusCode)
+		if apiErr.StatusCode == 529 { // overloaded
+			me.Retryable = true
+		}
+		msg := apiErr.Message
+		if msg == "" {
+			msg = apiErr.RawJSON()
+		}
+		if msg == "" {
+			msg = "(empty body)"
+		}
+		me.Message = fmt.Sprintf("the server answered %s: %s", statusText(apiErr.StatusCode), clip(msg))
+	case errors.As(err, &apiErr):
+		// An error event inside a stream that had started (HTTP 200).
+		me.Kind, me.Retryable = ErrorServer, retryableAnthropicError(apiErr.Type())
+		msg := apiErr.Message
+		if msg == "" {
+			msg = apiErr.RawJSON()
+		}
+		if t := apiErr.Type(); t != "" {
+			msg = string(t) + ": " + msg
+		}
+		me.Message = "the server reported an error in the stream: " + clip(msg)
+	case strings.HasPrefix(err.Error(), "received error while streaming"):
+		me.Kind = ErrorServer
+		me.Message = "the server reported an error in the stream: " + clip(strings.TrimPrefix(err.Error(), "received error while streaming: "))
+	case errors.As(err, &synErr):
+		me.Kind = ErrorProtocol
+		me.Message = "the server sent invalid JSON in the stream: " + err.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		me.Kind, me.Retryable = ErrorNetwork, true
+		me.Message = "the connection closed in the middle of the reply"
+	case errors.As(err, &urlErr):
+		// Not urlErr.Error(): it quotes the whole request URL, whose path
+		// or query may carry a credential (a gateway token in the base
+		// URL); the server's origin says which server it was.
+		me.Kind, me.Retryable, me.Err = ErrorNetwork, true, urlErr.Err
+		me.Message = fmt.Sprintf("could not talk to the model server at %s: %v", urlOrigin(urlErr.URL), urlErr.Err)
+	case errors.As(err, &netErr):
+		me.Kind, me.Retryable = ErrorNetwork, true
+		me.Message = "could not talk to the model server: " + err.Error()
+	default:
+		me.Kind = ErrorProtocol
+		me.Message = "failed to read the reply: " + clip(err.Error())
+	}
+	return me
+}

@@ -1,0 +1,541 @@
+package agents_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/agents/llmtest"
+)
+
+// anthropicModel returns an anthropic model talking to srv.
+func anthropicModel(t testing.TB, srv *llmtest.Server, mod ...func(*agents.ModelSpec)) agents.Model {
+	t.Helper()
+	spec := agents.ModelSpec{Provider: agents.ProviderAnthropic, BaseURL: srv.RootURL, APIKey: testKey, Model: "claude-test", RequestTimeout: 10 * time.Second}
+	for _, f := range mod {
+		f(&spec)
+	}
+	m, err := agents.NewModel(spec)
+	if err != nil {
+		t.Fatalf("NewModel: %v", err)
+	}
+	return m
+}
+
+func TestAnthropicStreams(t *testing.T) {
+	cases := []struct {
+		name   string
+		reply  llmtest.Reply
+		text   []string
+		calls  []agents.ToolCall
+		finish agents.FinishReason
+		usage  agents.Usage
+	}{
+		{
+			name:   "plain text in chunks",
+			reply:  llmtest.Text("Hel", "lo, ", "wörld 🌍").WithUsage(11, 7),
+			text:   []string{"Hel", "lo, ", "wörld 🌍"},
+			finish: agents.FinishStop,
+			usage:  agents.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18},
+		},
+		{
+			name:   "cache reads count as prompt tokens and as cached",
+			reply:  llmtest.Text("hi").WithCachedUsage(100, 64, 5),
+			text:   []string{"hi"},
+			finish: agents.FinishStop,
+			usage:  agents.Usage{PromptTokens: 100, CompletionTokens: 5, TotalTokens: 105, CachedTokens: 64},
+		},
+		{
+			name:   "max_tokens",
+			reply:  llmtest.Text("cut").WithFinish("length").WithUsage(3, 1),
+			text:   []string{"cut"},
+			finish: agents.FinishLength,
+			usage:  agents.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4},
+		},
+		{
+			name:   "refusal",
+			reply:  llmtest.Text("no").WithFinish("refusal").WithUsage(3, 1),
+			text:   []string{"no"},
+			finish: agents.FinishContentFilter,
+			usage:  agents.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4},
+		},
+		{
+			name:   "empty reply",
+			reply:  llmtest.Reply{}.WithUsage(3, 1),
+			finish: agents.FinishStop,
+			usage:  agents.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, tc.reply)
+			evs, err := collectStream(t, anthropicModel(t, srv), userPrompt("hi"))
+			if err != nil {
+				t.Fatalf("Recv: %v", err)
+			}
+			var (
+				text  []string
+				calls []agents.ToolCall
+				kinds []agents.EventKind
+				usage agents.Usage
+				fin   agents.FinishReason
+			)
+			for _, ev := range evs {
+				kinds = append(kinds, ev.Kind)
+				switch ev.Kind {
+				case agents.EventText:
+					text = append(text, ev.Text)
+				case agents.EventToolCalls:
+					calls = append(calls, ev.ToolCalls...)
+				case agents.EventUsage:
+					usage = ev.Usage
+				case agents.EventFinish:
+					fin = ev.FinishReason
+				}
+			}
+			if !reflect.DeepEqual(text, tc.text) {
+				t.Errorf("text deltas = %q, want %q", text, tc.text)
+			}
+			if len(calls) != 0 {
+				t.Errorf("tool calls = %+v, want none", calls)
+			}
+			if fin != tc.finish {
+				t.Errorf("finish = %q, want %q", fin, tc.finish)
+			}
+			if usage != tc.usage {
+				t.Errorf("usage = %+v, want %+v", usage, tc.usage)
+			}
+			if kinds[len(kinds)-1] != agents.EventFinish {
+				t.Errorf("last event = %v, want finish", kinds[len(kinds)-1])
+			}
+			req := srv.LastRequest(t)
+			if req.Path != "/v1/messages" || req.Format != llmtest.FormatAnthropic || !req.Anthropic.Stream {
+				t.Errorf("request = %s %s (%s), stream %v", req.Method, req.Path, req.Format, req.Anthropic.Stream)
+			}
+			if req.Anthropic.Model != "claude-test" || req.Anthropic.MaxTokens != agents.DefaultAnthropicMaxTokens {
+				t.Errorf("model %q, max_tokens %d", req.Anthropic.Model, req.Anthropic.MaxTokens)
+			}
+			if got := req.Header.Get("Authorization") + req.Header.Get("X-Api-Key"); !strings.Contains(got, testKey) {
+				t.Errorf("the API key was not sent (Authorization %q, X-Api-Key %q)", req.Header.Get("Authorization"), req.Header.Get("X-Api-Key"))
+			}
+			if sys := req.Anthropic.System; len(sys) != 1 || sys[0].Text != "You are a test." || req.Anthropic.Messages[0].Content.Text() != "hi" {
+				t.Errorf("system %+v, messages %+v", sys, req.Anthropic.Messages)
+			}
+		})
+	}
+}
+
+// A tool_use block's streamed input becomes a tool call; the next request
+// carries the call as a tool_use block and its result as a tool_result
+// block in the user message after it.
+func TestAnthropicToolUse(t *testing.T) {
+	srv := llmtest.NewServer(t,
+		llmtest.Calls(
+			llmtest.ToolCall("toolu_1", "current_time", `{"timezone":"Europe/Berlin"}`).WithPieces(5),
+			llmtest.ToolCall("toolu_2", "room_info", ``),
+		).WithText("Let me ", "check."),
+	)
+	m := anthropicModel(t, srv)
+	evs, err := collectStream(t, m, &agents.Request{
+		Messages: userPrompt("what time is it?").Messages,
+		Tools: []agents.ToolSpec{
+			{Name: "current_time", Description: "The time", Parameters: json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string"}},"required":["timezone"]}`)},
+			{Name: "room_info"},
+		},
+	})
+	if err != nil {
+		t.Fatalf("Recv: %v", err)
+	}
+	var text string
+	var calls []agents.ToolCall
+	var fin agents.FinishReason
+	for _, ev := range evs {
+		switch ev.Kind {
+		case agents.EventText:
+			text += ev.Text
+		case agents.EventToolCalls:
+			calls = ev.ToolCalls
+		case agents.EventFinish:
+			fin = ev.FinishReason
+		}
+	}
+	want := []agents.ToolCall{
+		{ID: "toolu_1", Name: "current_time", Arguments: `{"timezone":"Europe/Berlin"}`},
+		{ID: "toolu_2", Name: "room_info", Arguments: `{}`},
+	}
+	if text != "Let me check." || !reflect.DeepEqual(calls, want) || fin != agents.FinishToolCalls {
+		t.Fatalf("text %q, calls %+v, finish %q", text, calls, fin)
+	}
+	first := srv.LastRequest(t)
+	tools := first.Anthropic.Tools
+	if len(tools) != 2 || tools[0].Name != "current_time" || tools[0].Description != "The time" ||
+		string(tools[0].InputSchema) != `{"type":"object","properties":{"timezone":{"type":"string"}},"required":["timezone"]}` ||
+		string(tools[1].InputSchema) != `{"type":"object","properties":{}}` {
+		t.Errorf("tools = %+v", tools)
+	}
+
+	// The whole tool loop, through the real client: the calls run, their
+	// results go back, the model answers.
+	clock := agents.NewTool(agents.ToolSpec{Name: "current_time", Parameters: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, json.RawMessage) (string, error) { return "12:00", nil })
+	room := agents.NewTool(agents.ToolSpec{Name: "room_info"}, func(context.Context, json.RawMessage) (string, error) { return "lobby", nil })
+	ts, err := agents.NewToolset(clock, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Script(llmtest.Calls(llmtest.ToolCall("toolu_3", "current_time", `{"timezone":"UTC"}`).WithPieces(3), llmtest.ToolCall("toolu_4", "room_info", `{}`)),
+		llmtest.Text("Noon in the lobby."))
+	res, err := agents.Run(t.Context(), agents.RunRequest{Model: m, Messages: userPrompt("time?").Messages, Tools: ts})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Text != "Noon in the lobby." {
+		t.Errorf("Run text = %q", res.Text)
+	}
+	last := srv.LastRequest(t)
+	msgs := last.Anthropic.Messages
+	if len(msgs) != 3 || msgs[0].Role != "user" || msgs[1].Role != "assistant" || msgs[2].Role != "user" {
+		t.Fatalf("messages = %+v", msgs)
+	}
+	use := msgs[1].Content
+	if len(use) != 2 || use[0].Type != "tool_use" || use[0].ID != "toolu_3" || use[0].Name != "current_time" || string(use[0].Input) != `{"timezone":"UTC"}` ||
+		use[1].Type != "tool_use" || use[1].ID != "toolu_4" {
+		t.Errorf("assistant blocks = %+v", use)
+	}
+	results := msgs[2].Content
+	if len(results) != 2 || results[0].Type != "tool_result" || results[0].ToolUseID != "toolu_3" || results[0].Content.Text() != "12:00" ||
+		results[1].ToolUseID != "toolu_4" || results[1].Content.Text() != "lobby" {
+		t.Errorf("tool results = %+v", results)
+	}
+	// The common form sees the same conversation as an OpenAI request.
+	if b := last.Body; len(b.Messages) != 5 || b.Messages[2].ToolCalls[0].Function.Name != "current_time" || b.Messages[3].Role != "tool" || b.Messages[3].ToolCallID != "toolu_3" {
+		t.Errorf("common form = %+v", b.Messages)
+	}
+}
+
+func TestAnthropicErrors(t *testing.T) {
+	cases := []struct {
+		name      string
+		reply     llmtest.Reply
+		spec      func(*agents.ModelSpec)
+		timeout   time.Duration
+		kind      agents.ErrorKind
+		status    int
+		retryable bool
+		message   string
+		is        error
+	}{
+		{name: "HTTP 401", reply: llmtest.HTTPError(401, "invalid x-api-key"), kind: agents.ErrorHTTP, status: 401, message: "HTTP 401 Unauthorized: invalid x-api-key"},
+		{name: "HTTP 401 echoing the key", reply: llmtest.HTTPError(401, "invalid key "+testKey), kind: agents.ErrorHTTP, status: 401, message: "invalid key [REDACTED]"},
+		{name: "HTTP 403 echoing another credential", reply: llmtest.Reply{Status: 403, Body: `{"detail":"upstream refused Authorization: Bearer upstream-token-0123456789"}`}, kind: agents.ErrorHTTP, status: 403, message: "upstream refused Authorization: [REDACTED]"},
+		{name: "HTTP 429", reply: llmtest.HTTPError(429, "Number of request tokens has exceeded your per-minute rate limit"), kind: agents.ErrorHTTP, status: 429, retryable: true, message: "HTTP 429 Too Many Requests: Number of request tokens"},
+		{name: "HTTP 500", reply: llmtest.HTTPError(500, "Internal server error"), kind: agents.ErrorHTTP, status: 500, retryable: true, message: "HTTP 500 Internal Server Error: Internal server error"},
+		{name: "HTTP 529 overloaded", reply: llmtest.HTTPError(529, "Overloaded"), kind: agents.ErrorHTTP, status: 529, retryable: true, message: "HTTP 529: Overloaded"},
+		{name: "HTTP 400", reply: llmtest.HTTPError(400, "max_tokens: Field required"), kind: agents.ErrorHTTP, status: 400, message: "max_tokens: Field required"},
+		{name: "HTTP 502 with a non-JSON body", reply: llmtest.Reply{Status: 502, Body: "<html>bad gateway</html>"}, kind: agents.ErrorHTTP, status: 502, retryable: true, message: "HTTP 502 Bad Gateway: <html>bad gateway</html>"},
+		{name: "overloaded in the stream", reply: llmtest.Text("Hel").WithStreamError("overloaded_error", "Overloaded"), kind: agents.ErrorServer, retryable: true, message: "in the stream: overloaded_error: Overloaded"},
+		{name: "invalid request in the stream", reply: llmtest.Text("Hel").WithStreamError("invalid_request_error", "bad "+testKey), kind: agents.ErrorServer, message: "invalid_request_error: bad [REDACTED]"},
+		{name: "garbage event", reply: llmtest.Text("a").WithGarbage("event: content_block_delta", `data: {"type": "content_block_delta", "index": [`, ""), kind: agents.ErrorProtocol, message: "invalid JSON"},
+		{name: "truncated stream", reply: llmtest.Text("Hello", " wor").Truncated(), kind: agents.ErrorProtocol, retryable: true, message: "truncated", is: io.ErrUnexpectedEOF},
+		{name: "deadline before the headers", reply: llmtest.Text("late").WithDelay(5 * time.Second), timeout: 100 * time.Millisecond, kind: agents.ErrorTimeout, retryable: true, message: "deadline", is: context.DeadlineExceeded},
+		{name: "server silent past the request timeout", reply: llmtest.Text("a", "b").WithChunkDelay(5 * time.Second), spec: func(s *agents.ModelSpec) { s.RequestTimeout = 150 * time.Millisecond }, kind: agents.ErrorTimeout, retryable: true, message: "sent nothing for 150ms", is: context.DeadlineExceeded},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, tc.reply)
+			m := anthropicModel(t, srv, func(s *agents.ModelSpec) {
+				if tc.spec != nil {
+					tc.spec(s)
+				}
+			})
+			ctx := t.Context()
+			if tc.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+				defer cancel()
+			}
+			start := time.Now()
+			_, err := agents.Complete(ctx, m, userPrompt("hi"), nil)
+			if elapsed := time.Since(start); elapsed > 3*time.Second {
+				t.Errorf("failing took %v", elapsed)
+			}
+			t.Logf("error: %v", err)
+			var me *agents.ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("error = %v (%T), want *ModelError", err, err)
+			}
+			if me.Kind != tc.kind || me.StatusCode != tc.status || me.Retryable != tc.retryable {
+				t.Errorf("error = kind %q status %d retryable %v, want %q %d %v (%v)", me.Kind, me.StatusCode, me.Retryable, tc.kind, tc.status, tc.retryable, err)
+			}
+			if !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("error %q does not mention %q", err, tc.message)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %v is not %v", err, tc.is)
+			}
+			// Neither the message nor the wrapped cause holds the key.
+			for e := error(me); e != nil; e = errors.Unwrap(e) {
+				if strings.Contains(e.Error(), testKey) || strings.Contains(e.Error(), "SECRET") {
+					t.Errorf("error leaks the API key: %v", e)
+				}
+			}
+			if me.Model != "claude-test" {
+				t.Errorf("error model = %q", me.Model)
+			}
+			// No retries inside the SDK: hookroom has its own back-off.
+			if n := srv.Count(); n != 1 {
+				t.Errorf("the server got %d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// Two turns over the same history send the same bytes up to the new turn,
+// and the cache breakpoint sits at the end of the stable system prefix.
+func TestAnthropicRequestIsByteStable(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"))
+	m := anthropicModel(t, srv)
+	stable := "You are alice, an assistant in a Matrix chat room.\n\nBe brief."
+	system := stable + "\n\n<hookroom_system_context>volatile 1</hookroom_system_context>"
+	history := []agents.Message{
+		{Role: agents.RoleUser, Content: "first"},
+		{Role: agents.RoleAssistant, ToolCalls: []agents.ToolCall{{ID: "toolu_1", Name: "clock", Arguments: `{"b":1,  "a":2}`}}},
+		{Role: agents.RoleTool, ToolCallID: "toolu_1", Content: "12:00"},
+		{Role: agents.RoleAssistant, Content: "It is noon."},
+	}
+	turn := func(sys, prompt string) *agents.Request {
+		msgs := append([]agents.Message{{Role: agents.RoleSystem, Content: sys, StablePrefix: len(stable)}}, history...)
+		return &agents.Request{Messages: append(msgs, agents.Message{Role: agents.RoleUser, Content: prompt}),
+			Tools: []agents.ToolSpec{{Name: "clock", Parameters: json.RawMessage(`{"type":"object","properties":{"z":{},"a":{}}}`)}}}
+	}
+	for _, prompt := range []string{"second", "third"} {
+		if _, err := agents.Complete(t.Context(), m, turn(system, prompt), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The volatile part of the system prompt changes; what is before the
+	// breakpoint does not.
+	if _, err := agents.Complete(t.Context(), m, turn(stable+"\n\n<hookroom_system_context>volatile 2</hookroom_system_context>", "third"), nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for i, r := range reqs {
+		if got := r.CacheBreakpoints(); !reflect.DeepEqual(got, []string{"system[0]"}) {
+			t.Errorf("request %d: cache breakpoints at %q, want system[0]", i, got)
+		}
+		sys := r.Anthropic.System
+		if len(sys) != 2 || sys[0].Text != stable || sys[0].CacheControl == nil || sys[0].CacheControl.Type != "ephemeral" || sys[1].CacheControl != nil {
+			t.Errorf("request %d: system blocks = %+v", i, sys)
+		}
+		if r.Anthropic.System.Text() != r.System() || !strings.HasPrefix(r.System(), stable+"\n\n<hookroom_system_context>volatile") {
+			t.Errorf("request %d: the system text changed: %q", i, r.System())
+		}
+	}
+	// Turns 1 and 2 differ only in the last user message: everything
+	// before it is byte-identical.
+	a, b := string(reqs[0].Raw), string(reqs[1].Raw)
+	cut := strings.Index(a, `"second"`)
+	if cut < 0 || a[:cut] != b[:cut] || !strings.HasPrefix(b[cut:], `"third"`) {
+		t.Errorf("requests differ before the new turn:\n%s\n%s", a, b)
+	}
+	// The tool call's arguments and the tool schema go out verbatim.
+	if !strings.Contains(a, `"input":{"b":1,  "a":2}`) && !strings.Contains(a, `"input":{"b":1,"a":2}`) {
+		t.Errorf("tool_use input not verbatim: %s", a)
+	}
+	if !strings.Contains(a, `"properties":{"z":{},"a":{}}`) {
+		t.Errorf("tool schema reordered: %s", a)
+	}
+	// Turn 3 differs from turn 2 only after the breakpoint.
+	c := string(reqs[2].Raw)
+	p := strings.Index(c, "volatile 2")
+	if p < 0 || c[:p] != b[:p] {
+		t.Errorf("the cached prefix changed with the volatile part")
+	}
+	if !bytes.Contains(reqs[2].Raw, []byte(`"cache_control":{"type":"ephemeral"}`)) {
+		t.Errorf("no ephemeral cache_control: %s", c)
+	}
+}
+
+// At most four breakpoints, the last ones; none without StablePrefix.
+func TestAnthropicCacheBreakpoints(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text("a"), llmtest.Text("b"))
+	m := anthropicModel(t, srv)
+	var msgs []agents.Message
+	msgs = append(msgs, agents.Message{Role: agents.RoleSystem, Content: "sys", StablePrefix: 3})
+	for _, s := range []string{"u1", "u2", "u3", "u4"} {
+		msgs = append(msgs, agents.Message{Role: agents.RoleUser, Content: s, StablePrefix: len(s)}, agents.Message{Role: agents.RoleAssistant, Content: "ok"})
+	}
+	msgs = append(msgs, agents.Message{Role: agents.RoleUser, Content: "now"})
+	if _, err := agents.Complete(t.Context(), m, &agents.Request{Messages: msgs}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.LastRequest(t).CacheBreakpoints()
+	want := []string{"messages[0].content[0]", "messages[2].content[0]", "messages[4].content[0]", "messages[6].content[0]"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("breakpoints = %q, want %q", got, want)
+	}
+	if _, err := agents.Complete(t.Context(), m, userPrompt("plain"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.LastRequest(t).CacheBreakpoints(); len(got) != 0 {
+		t.Errorf("breakpoints without StablePrefix: %q", got)
+	}
+}
+
+// The configured max_tokens, the request's own bound, temperature and an
+// image.
+func TestAnthropicRequestWire(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text("a"), llmtest.Text("b"))
+	m := anthropicModel(t, srv, func(s *agents.ModelSpec) { s.MaxTokens = 1000; s.BaseURL = srv.RootURL + "/v1/" })
+	temp := float32(0.5)
+	req := userPrompt("look")
+	req.Messages[1].Images = []agents.Image{{MimeType: "image/png", Data: []byte("PNG")}}
+	req.Temperature = &temp
+	if _, err := agents.Complete(t.Context(), m, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.LastRequest(t)
+	if got.Anthropic.MaxTokens != 1000 || got.Anthropic.Temperature == nil || *got.Anthropic.Temperature != 0.5 {
+		t.Errorf("max_tokens %d, temperature %v", got.Anthropic.MaxTokens, got.Anthropic.Temperature)
+	}
+	blocks := got.Anthropic.Messages[0].Content
+	if len(blocks) != 2 || blocks[0].Text != "look" || blocks[1].Type != "image" || blocks[1].Source == nil ||
+		blocks[1].Source.MediaType != "image/png" || blocks[1].Source.Data != "UE5H" {
+		t.Errorf("blocks = %+v", blocks)
+	}
+	if _, err := agents.Complete(t.Context(), m, &agents.Request{Messages: userPrompt("x").Messages, MaxTokens: 20}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.LastRequest(t); got.Anthropic.MaxTokens != 20 || got.Method != http.MethodPost {
+		t.Errorf("max_tokens %d", got.Anthropic.MaxTokens)
+	}
+}
+
+// models.<name>.max_tokens bounds replies when the request sets no bound;
+// the request's own bound wins.
+func TestMaxTokensFromSpec(t *testing.T) {
+	cases := []struct {
+		name     string
+		provider string
+		spec     int
+		request  int
+		want     int
+	}{
+		{name: "openai without a bound", provider: agents.ProviderOpenAI},
+		{name: "openai with the model's bound", provider: agents.ProviderOpenAI, spec: 300, want: 300},
+		{name: "openai request wins", provider: agents.ProviderOpenAI, spec: 300, request: 20, want: 20},
+		{name: "anthropic default", provider: agents.ProviderAnthropic, want: agents.DefaultAnthropicMaxTokens},
+		{name: "anthropic with the model's bound", provider: agents.ProviderAnthropic, spec: 300, want: 300},
+		{name: "anthropic request wins", provider: agents.ProviderAnthropic, spec: 300, request: 20, want: 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Text("ok"))
+			base := srv.URL
+			if tc.provider == agents.ProviderAnthropic {
+				base = srv.RootURL
+			}
+			m, err := agents.NewModel(agents.ModelSpec{Provider: tc.provider, BaseURL: base, Model: "m", MaxTokens: tc.spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := agents.Complete(t.Context(), m, &agents.Request{Messages: userPrompt("hi").Messages, MaxTokens: tc.request}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.LastRequest(t).Body.MaxTokens; got != tc.want {
+				t.Errorf("max_tokens = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// The provider takes nothing from the SDK's environment variables: the key
+// and URL are config.yaml's alone.
+func TestAnthropicIgnoresEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-0123456789")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "token-from-env-0123456789")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-From-Env: yes")
+	srv := llmtest.NewServer(t, llmtest.Text("a"), llmtest.Text("b"))
+	for _, key := range []string{testKey, ""} {
+		m := anthropicModel(t, srv, func(s *agents.ModelSpec) { s.APIKey = key })
+		if _, err := agents.Complete(t.Context(), m, userPrompt("hi"), nil); err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		h := srv.LastRequest(t).Header
+		for name, vs := range h {
+			for _, v := range vs {
+				if strings.Contains(v, "from-env") || name == "X-From-Env" {
+					t.Errorf("key %q: header %s: %s comes from the environment", key, name, v)
+				}
+			}
+		}
+		if auth := h.Get("Authorization") + h.Get("X-Api-Key"); (key == "") != (auth == "") {
+			t.Errorf("key %q: sent credentials %q", key, auth)
+		}
+	}
+}
+
+// A tool_use block whose input comes whole in content_block_start (as some
+// proxies send it) rather than in input_json_delta pieces.
+func TestAnthropicToolInputInBlockStart(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Reply{}.WithGarbage(
+		`event: content_block_start`,
+		`data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_9","name":"clock","input":{"timezone":"UTC"}}}`, ``,
+		`event: content_block_stop`, `data: {"type":"content_block_stop","index":0}`, ``,
+		`event: content_block_start`,
+		`data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_10","name":"room_info","input":{}}}`, ``,
+		`event: content_block_stop`, `data: {"type":"content_block_stop","index":1}`, ``,
+		`event: message_delta`, `data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`, ``,
+		`event: message_stop`, `data: {"type":"message_stop"}`, ``,
+	))
+	c, err := agents.Complete(t.Context(), anthropicModel(t, srv), userPrompt("hi"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []agents.ToolCall{{ID: "toolu_9", Name: "clock", Arguments: `{"timezone":"UTC"}`}, {ID: "toolu_10", Name: "room_info", Arguments: `{}`}}
+	if !reflect.DeepEqual(c.ToolCalls, want) || c.FinishReason != agents.FinishToolCalls || c.Usage.CompletionTokens != 9 {
+		t.Errorf("completion = %+v", c)
+	}
+}
+
+// A server that cannot be reached is named by its origin: the base URL's
+// path may hold a gateway token.
+func TestAnthropicNetworkErrorHidesTheURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	m, err := agents.NewModel(agents.ModelSpec{Provider: agents.ProviderAnthropic, BaseURL: "http://" + addr + "/gw/tok-SECRET-0123456789", Model: "m", APIKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = agents.Complete(t.Context(), m, userPrompt("hi"), nil)
+	var me *agents.ModelError
+	if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork || !me.Retryable || !strings.Contains(me.Message, "http://"+addr+":") {
+		t.Fatalf("error = %v, want a retryable network *ModelError naming http://%s", err, addr)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("error %v does not unwrap to ECONNREFUSED", err)
+	}
+	for e := error(me); e != nil; e = errors.Unwrap(e) {
+		if strings.Contains(e.Error(), "SECRET") || strings.Contains(e.Error(), "/gw/") {
+			t.Errorf("error shows the URL's path or the key: %v", e)
+		}
+	}
+}
