@@ -10,11 +10,15 @@ import (
 	"github.com/hookroom/hookroom/hooks"
 )
 
-func benchRegistry[T any](b *testing.B, ev hooks.Event[T], n int, fn func(context.Context, *T) error) *hooks.Registry {
+func benchRegistry[T any](b *testing.B, ev hooks.Event[T], n int, inline bool, fn func(context.Context, *T) error) *hooks.Registry {
 	b.Helper()
+	var opts []hooks.Option
+	if inline {
+		opts = append(opts, hooks.Inline())
+	}
 	hs := make([]hooks.Hook, n)
 	for i := range hs {
-		hs[i] = hooks.Handle(ev, fmt.Sprintf("h%d", i), fn)
+		hs[i] = hooks.Handle(ev, fmt.Sprintf("h%d", i), fn, opts...)
 	}
 	reg, err := hooks.NewRegistry([]hooks.Plugin{{Name: "bench", Hooks: hs}}, hooks.Options{})
 	if err != nil {
@@ -31,12 +35,26 @@ func reportPerHook(b *testing.B, n int) {
 
 var sizes = []int{1, 10, 50}
 
+// benchModes runs emit for every path (ordinary hooks on a worker, Inline
+// hooks on the emitter) and size: sub-benchmarks PATH/hooks=N, the names
+// scripts/bench-hooks.sh reads.
+func benchModes[T any](b *testing.B, ev hooks.Event[T], fn func(context.Context, *T) error, emit func(*testing.B, *hooks.Registry, int)) {
+	for _, path := range []string{"ordinary", "inline"} {
+		for _, n := range sizes {
+			b.Run(fmt.Sprintf("%s/hooks=%d", path, n), func(b *testing.B) {
+				reg := benchRegistry(b, ev, n, path == "inline", fn)
+				b.ReportAllocs()
+				emit(b, reg, n)
+				reportPerHook(b, n)
+			})
+		}
+	}
+}
+
 func BenchmarkObserver(b *testing.B) {
-	for _, n := range sizes {
-		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			reg := benchRegistry(b, hooks.MessageReceived, n, func(context.Context, *hooks.MessageReceivedContext) error { return nil })
+	benchModes(b, hooks.MessageReceived, func(context.Context, *hooks.MessageReceivedContext) error { return nil },
+		func(b *testing.B, reg *hooks.Registry, _ int) {
 			ctx := context.Background()
-			b.ReportAllocs()
 			for b.Loop() {
 				c := &hooks.MessageReceivedContext{Envelope: hooks.Envelope{Body: "hi", AgentName: "a"}}
 				c.CorrelationID = "bench"
@@ -44,89 +62,72 @@ func BenchmarkObserver(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			reportPerHook(b, n)
 		})
-	}
 }
 
 func BenchmarkClaim(b *testing.B) {
-	for _, n := range sizes {
-		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			reg := benchRegistry(b, hooks.MessageClaim, n, func(context.Context, *hooks.MessageClaimContext) error { return nil })
+	benchModes(b, hooks.MessageClaim, func(context.Context, *hooks.MessageClaimContext) error { return nil },
+		func(b *testing.B, reg *hooks.Registry, _ int) {
 			ctx := context.Background()
-			b.ReportAllocs()
 			for b.Loop() {
 				c := &hooks.MessageClaimContext{Envelope: hooks.Envelope{Body: "hi", AgentName: "a"}}
 				c.CorrelationID = "bench"
 				_ = hooks.Emit(ctx, reg, hooks.MessageClaim, c)
 			}
-			reportPerHook(b, n)
 		})
-	}
 }
 
 func BenchmarkTransformer(b *testing.B) {
-	for _, n := range sizes {
-		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			reg := benchRegistry(b, hooks.MessageBeforeResponse, n, func(_ context.Context, c *hooks.BeforeResponseContext) error {
-				c.Draft.Text = "x"
-				return nil
-			})
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{Text: "hello", Kind: hooks.ResponseAI}}
-				c.CorrelationID = "bench"
-				_ = hooks.Emit(ctx, reg, hooks.MessageBeforeResponse, c)
+	benchModes(b, hooks.MessageBeforeResponse, func(_ context.Context, c *hooks.BeforeResponseContext) error {
+		c.Draft.Text = "x"
+		return nil
+	}, func(b *testing.B, reg *hooks.Registry, _ int) {
+		ctx := context.Background()
+		for b.Loop() {
+			c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{Text: "hello", Kind: hooks.ResponseAI}}
+			c.CorrelationID = "bench"
+			_ = hooks.Emit(ctx, reg, hooks.MessageBeforeResponse, c)
+			if c.Draft.Text != "x" {
+				b.Fatalf("text = %q", c.Draft.Text)
 			}
-			reportPerHook(b, n)
-		})
-	}
+		}
+	})
 }
 
 func BenchmarkGate(b *testing.B) {
 	args := json.RawMessage(`{"path":"/tmp/x"}`)
-	for _, n := range sizes {
-		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			reg := benchRegistry(b, hooks.ToolBeforeCall, n, func(context.Context, *hooks.ToolBeforeCallContext) error { return nil })
+	benchModes(b, hooks.ToolBeforeCall, func(context.Context, *hooks.ToolBeforeCallContext) error { return nil },
+		func(b *testing.B, reg *hooks.Registry, _ int) {
 			ctx := context.Background()
-			b.ReportAllocs()
 			for b.Loop() {
 				c := &hooks.ToolBeforeCallContext{ToolCall: hooks.ToolCall{Tool: "read_file", Arguments: args, Agent: "a"}}
 				c.CorrelationID = "bench"
 				_ = hooks.Emit(ctx, reg, hooks.ToolBeforeCall, c)
 			}
-			reportPerHook(b, n)
 		})
-	}
 }
 
 func BenchmarkCollector(b *testing.B) {
-	for _, n := range sizes {
-		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			reg := benchRegistry(b, hooks.MessageEnrich, n, func(_ context.Context, c *hooks.MessageEnrichContext) error {
-				c.AddMetadata("k", "v")
-				return nil
-			})
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				c := &hooks.MessageEnrichContext{Envelope: hooks.Envelope{Body: "hi", AgentName: "a"}}
-				c.CorrelationID = "bench"
-				_ = hooks.Emit(ctx, reg, hooks.MessageEnrich, c)
-				if len(c.Items) != n {
-					b.Fatalf("items = %d", len(c.Items))
-				}
+	benchModes(b, hooks.MessageEnrich, func(_ context.Context, c *hooks.MessageEnrichContext) error {
+		c.AddMetadata("k", "v")
+		return nil
+	}, func(b *testing.B, reg *hooks.Registry, n int) {
+		ctx := context.Background()
+		for b.Loop() {
+			c := &hooks.MessageEnrichContext{Envelope: hooks.Envelope{Body: "hi", AgentName: "a"}}
+			c.CorrelationID = "bench"
+			_ = hooks.Emit(ctx, reg, hooks.MessageEnrich, c)
+			if len(c.Items) != n {
+				b.Fatalf("items = %d", len(c.Items))
 			}
-			reportPerHook(b, n)
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkCollectorSlowHooks runs 50 collector hooks that each take 100 ms
 // (in real time): the emission takes about as long as one of them.
 func BenchmarkCollectorSlowHooks(b *testing.B) {
-	reg := benchRegistry(b, hooks.MessageEnrich, 50, func(_ context.Context, c *hooks.MessageEnrichContext) error {
+	reg := benchRegistry(b, hooks.MessageEnrich, 50, false, func(_ context.Context, c *hooks.MessageEnrichContext) error {
 		time.Sleep(100 * time.Millisecond)
 		c.AddMetadata("k", "v")
 		return nil

@@ -23,14 +23,14 @@ type stepFunc func(ctx context.Context, i int)
 // with its index, and emits the event once with ctx.
 type emitter func(t *testing.T, ctx context.Context, n int, step stepFunc) error
 
-func emitWith[T any, P hooks.ContextOf[T]](ev hooks.Event[T], newC func() P, opts hooks.Options) emitter {
+func emitWith[T any, P hooks.ContextOf[T]](ev hooks.Event[T], newC func() P, opts hooks.Options, hookOpts ...hooks.Option) emitter {
 	return func(t *testing.T, ctx context.Context, n int, step stepFunc) error {
 		hs := make([]hooks.Hook, n)
 		for i := range hs {
 			hs[i] = hooks.Handle(ev, fmt.Sprintf("h%d", i), func(ctx context.Context, _ *T) error {
 				step(ctx, i)
 				return nil
-			}, hooks.Timeout(time.Hour))
+			}, append([]hooks.Option{hooks.Timeout(time.Hour)}, hookOpts...)...)
 		}
 		reg := hooktest.Registry(t, []hooks.Plugin{hooktest.Plugin("p", hs...)}, opts)
 		return hooks.Emit(ctx, reg, ev, newC())
@@ -47,6 +47,12 @@ var modes = []struct {
 	{"claim", emitWith(hooks.MessageClaim, func() *hooks.MessageClaimContext { return hooktest.MessageClaim("hi") }, hooks.Options{})},
 	// One slot: every hook but the first waits for it.
 	{"collector", emitWith(hooks.MessageEnrich, func() *hooks.MessageEnrichContext { return hooktest.MessageEnrich("hi") }, hooks.Options{CollectorConcurrency: 1})},
+	// The same with Inline hooks, which run on the emitter.
+	{"inline/observer", emitWith(hooks.MessageReceived, func() *hooks.MessageReceivedContext { return hooktest.MessageReceived("hi") }, hooks.Options{}, hooks.Inline())},
+	{"inline/transformer", emitWith(hooks.MessageBeforeResponse, func() *hooks.BeforeResponseContext { return hooktest.BeforeResponse("draft") }, hooks.Options{}, hooks.Inline())},
+	{"inline/gate", emitWith(hooks.ToolBeforeCall, func() *hooks.ToolBeforeCallContext { return hooktest.ToolBeforeCall("t", `{}`) }, hooks.Options{}, hooks.Inline())},
+	{"inline/claim", emitWith(hooks.MessageClaim, func() *hooks.MessageClaimContext { return hooktest.MessageClaim("hi") }, hooks.Options{}, hooks.Inline())},
+	{"inline/collector", emitWith(hooks.MessageEnrich, func() *hooks.MessageEnrichContext { return hooktest.MessageEnrich("hi") }, hooks.Options{}, hooks.Inline())},
 }
 
 // Cancelling the context an emission was started with starts no later

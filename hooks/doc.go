@@ -10,6 +10,11 @@
 // copy of the context, so a late, failing or panicking hook can never change
 // what the caller or other hooks see.
 //
+// Hooks run on pooled worker goroutines, watched by one shared deadline
+// scheduler, so that a hook that ignores its deadline can be abandoned;
+// hooks declared with Inline, which never block, run on the emitting
+// goroutine instead and cost no handoff (see docs/hooks.md §3).
+//
 // hooks imports nothing else from hookroom. Host services that hooks may call
 // (sending a message, room state, the admin facade) are interfaces defined here
 // and implemented by the bot.

@@ -51,7 +51,9 @@ type emission struct {
 //   - claim: Claimed.
 //
 // Every hook works on its own copy of c and only a hook that returns nil
-// before its deadline counts. Hooks that return an error, panic or pass
+// before its deadline counts. The copy is the hook's only while it runs:
+// its memory is reused by later emissions, so a hook must not use it after
+// it returned (its ctx stays ended and may be kept). Hooks that return an error, panic or pass
 // their deadline are logged and counted in the registry's statistics; a
 // hook that ignores its deadline is abandoned, never waited for.
 //
@@ -84,11 +86,11 @@ func Emit[T any, P ContextOf[T]](ctx context.Context, reg *Registry, ev Event[T]
 	if base.CorrelationID == "" {
 		base.CorrelationID = ev.info.name + ":" + strconv.FormatUint(rand.Uint64(), 36)
 	}
-	em := &emission{reg: reg, info: ev.info, route: rt, correlationID: base.CorrelationID, log: zerolog.Ctx(ctx), depth: depth}
+	em := emission{reg: reg, info: ev.info, route: rt, correlationID: base.CorrelationID, log: zerolog.Ctx(ctx), depth: depth}
 	if ev.info.mode == Collector {
-		return collect[T, P](ctx, em, hooks, c, depth)
+		return collect[T, P](ctx, em, hooks, c)
 	}
-	return serial[T, P](ctx, em, hooks, c, depth)
+	return serial[T, P](ctx, em, hooks, c)
 }
 
 // spillAfter is how long a collector emission runs on its first few
@@ -219,103 +221,217 @@ func logFailure(em *emission, h *registered, o Outcome, err error, elapsed time.
 		Msg("hook failed; its effects are dropped")
 }
 
+// minWake is how soon, from now, any of hooks can pass its deadline plus
+// the grace: the emitter never sleeps past it.
+func minWake(hooks []*registered) time.Duration {
+	if len(hooks) == 0 {
+		return time.Hour
+	}
+	d := hooks[0].timeout
+	for _, h := range hooks[1:] {
+		d = min(d, h.timeout)
+	}
+	return d + abandonGrace
+}
+
 // serialRun is one emission of a serial mode (observer, transformer, gate,
-// claim). One runner goroutine runs the hooks in order while the emitting
-// goroutine watches the deadline of the hook in progress; if a hook passes
-// it, the emitter abandons that runner and starts a new one at the next
-// hook. The runner owns current until it finishes or is abandoned.
+// claim). The emitting goroutine runs the leading Inline hooks itself; a
+// runner on a pooled worker runs the rest in order while the emitter
+// sleeps until the runner finishes or the deadline scheduler wakes it. If
+// the hook in progress passed its deadline, the emitter abandons that
+// runner and dispatches a new one at the next hook. Whoever holds the
+// cursor's position (emitter or runner) owns current.
+//
+// A run that ended normally goes back to its event's pool with its slots
+// (the hooks' copies), so the next emission allocates only the hooks'
+// contexts; a run with an abandoned hook, or cancelled, is left to the
+// garbage collector, as its runner may still be using it.
 type serialRun[T any, P ContextOf[T]] struct {
-	em      *emission
+	em      emission
 	hooks   []*registered
 	parent  context.Context
 	depth   int
-	slots   []slot[T]
-	cur     atomic.Int64 // cursor(j, state)
+	slab    []slot[T] // kept across emissions
+	slots   []slot[T] // slab[:what this emission needs]
+	cur     atomic.Int64
 	current T
-	// stop is parent.Done(), read once: the runner checks it before each
-	// hook and at the end of the chain.
+	// owns are the hooks' contexts, allocated for each emission: a hook
+	// may keep its context.Context, which must stay ended after it
+	// returned, so it must not live in memory the pool reuses.
+	owns []ownCtx
+	// stop is parent.Done(), read once: hooks are started only while it
+	// is open.
 	stop <-chan struct{}
-	// interrupted is set by the runner before it signals done when it
-	// stopped because parent ended.
+	// off maps hooks to slots: hook j >= off uses slots[j-off]. The
+	// leading Inline hooks run one after the other on the emitter and
+	// share slots[0] (each still gets a fresh copy), so off is their
+	// count less one.
+	off int
+	// interrupted is set by the runner before it publishes slotFinished
+	// when it stopped because parent ended.
 	interrupted bool
+	// st is current as a stopper (gates, claims), found once per run.
+	st    stopper
+	stops bool
+	w     waiter
 }
 
-func serial[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*registered, c P, depth int) error {
-	n := len(hooks)
-	s := &serialRun[T, P]{
-		em: em, hooks: hooks, parent: ctx, depth: depth + 1,
-		slots: make([]slot[T], n), stop: ctx.Done(),
+// newSerialRun takes a run from the event's pool (or makes one) and sets
+// it up for hooks, leading Inline hooks sharing one slot.
+func newSerialRun[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P, inline int) *serialRun[T, P] {
+	s, _ := em.info.runs.Get().(*serialRun[T, P])
+	if s == nil {
+		s = new(serialRun[T, P])
+		s.st, s.stops = any(P(&s.current)).(stopper)
 	}
+	s.em, s.hooks, s.parent, s.depth, s.stop = em, hooks, ctx, em.depth+1, ctx.Done()
+	s.off = max(inline-1, 0)
+	need := len(hooks) - s.off
+	if cap(s.slab) < need {
+		s.slab = make([]slot[T], need)
+	}
+	s.slots = s.slab[:need]
+	s.owns = make([]ownCtx, len(hooks))
+	s.cur.Store(0)
+	s.interrupted = false
 	s.current = *(*T)(c)
-	// wake[j] bounds how soon any hook from j on can pass its deadline:
-	// the emitter never sleeps past the earliest deadline still possible.
-	wake := make([]time.Duration, n+1)
-	wake[n] = time.Hour
-	for j := n - 1; j >= 0; j-- {
-		wake[j] = min(wake[j+1], hooks[j].timeout+abandonGrace)
-	}
-	done := make(chan struct{}, 1)
-	go s.run(0, done)
+	return s
+}
 
-	timer := time.NewTimer(wake[0])
-	defer timer.Stop()
+// recycle puts a run that ended normally back into its event's pool,
+// keeping no reference to the emission's data. Runs of a synctest bubble
+// are not kept: their channel and timer belong to the bubble.
+func (s *serialRun[T, P]) recycle() {
+	if s.w.bubble {
+		return
+	}
+	s.w.drain()
+	var zero T
+	s.current = zero
+	for i := range s.slots {
+		s.slots[i].copy = zero
+	}
+	// s.em stays: a hook that wrongly kept its copy (whose Base points
+	// at it) must not crash on a zeroed emission.
+	s.hooks, s.parent, s.stop, s.owns, s.slots = nil, nil, nil, nil, nil
+	s.em.info.runs.Put(s)
+}
+
+func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P) error {
+	n := len(hooks)
+	k := 0
+	for k < n && hooks[k].inline {
+		k++
+	}
+	s := newSerialRun[T, P](ctx, em, hooks, c, k)
+	fail := func() error { return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err()) }
+
+	// Inline hooks at the head of the chain run right here.
+	now := time.Now()
+	j := 0
+	for ; j < k; j++ {
+		if ended(s.stop) {
+			s.recycle()
+			return fail()
+		}
+		end, stop, _ := s.runHook(j, now, true)
+		now = end
+		if stop {
+			j = n
+			break
+		}
+	}
+	if j >= n {
+		err := error(nil)
+		if ended(s.stop) {
+			err = fail()
+		} else {
+			c.merge(&s.current)
+		}
+		s.recycle()
+		return err
+	}
+
+	// The rest runs on a worker, from the cursor on.
+	s.cur.Store(cursor(j, slotPending))
+	s.w.init(now)
+	s.w.wakeAt(now, minWake(hooks[j:]))
+	s.w.start(s)
+	abandoned := false
 	for {
-		select {
-		case <-done:
-			if s.interrupted {
-				return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
+		if s.stop == nil {
+			<-s.w.sig
+		} else {
+			select {
+			case <-s.w.sig:
+			case <-s.stop:
+				// Whatever the runner is doing, it stops at its next step.
+				for {
+					v := s.cur.Load()
+					j, _ := uncursor(v)
+					if s.cur.CompareAndSwap(v, cursor(j, slotAbandoned)) {
+						break
+					}
+				}
+				s.w.cancel()
+				return fail()
 			}
+		}
+	check:
+		v := s.cur.Load()
+		j, state := uncursor(v)
+		switch state {
+		case slotFinished:
+			s.w.cancel()
+			err := error(nil)
+			if s.interrupted {
+				err = fail()
+			} else {
+				c.merge(&s.current)
+			}
+			if !abandoned {
+				s.recycle()
+			}
+			return err
+		case slotPending:
+			// Between two hooks: j is the next one.
+			s.w.wakeAt(time.Now(), minWake(hooks[j:]))
+			continue
+		}
+		// slotRunning: has hook j passed its deadline and grace?
+		sl := s.slot(j)
+		h := hooks[j]
+		now := time.Now()
+		dl := sl.start.Add(h.timeout + abandonGrace)
+		if now.Before(dl) {
+			s.w.wakeAt(now, min(dl.Sub(now), minWake(hooks[j+1:])))
+			continue
+		}
+		if !s.cur.CompareAndSwap(v, cursor(j, slotAbandoned)) {
+			goto check // the runner moved on meanwhile
+		}
+		abandoned = true
+		s.w.cancel()
+		em := &s.em
+		h.stats.abandoned.Add(1)
+		em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
+		own := &s.owns[j]
+		own.done.Store(true)
+		own.hc.release()
+		if ended(s.stop) {
+			return fail()
+		}
+		if h.policy == FailClosed && s.failClosed(h, "timed out") {
 			c.merge(&s.current)
 			return nil
-		case <-ctx.Done():
-			// Whatever the runner is doing, it stops at its next step.
-			for {
-				v := s.cur.Load()
-				j, _ := uncursor(v)
-				if s.cur.CompareAndSwap(v, cursor(j, slotAbandoned)) {
-					break
-				}
-			}
-			return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
-		case now := <-timer.C:
-			v := s.cur.Load()
-			j, state := uncursor(v)
-			if state != slotRunning {
-				// Between two hooks: j is the next one.
-				timer.Reset(wake[min(j, n)])
-				continue
-			}
-			sl := &s.slots[j]
-			dl := sl.start.Add(hooks[j].timeout + abandonGrace)
-			if now.Before(dl) {
-				timer.Reset(min(dl.Sub(now), wake[j+1]))
-				continue
-			}
-			if !s.cur.CompareAndSwap(v, cursor(j, slotAbandoned)) {
-				timer.Reset(0)
-				continue
-			}
-			h := hooks[j]
-			elapsed := time.Since(sl.start)
-			h.stats.abandoned.Add(1)
-			em.finished(ctx, h, elapsed, OutcomeTimeout, nil)
-			sl.hc.release()
-			if ended(s.stop) {
-				return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
-			}
-			if h.policy == FailClosed && s.failClosed(h, "timed out") {
-				c.merge(&s.current)
-				return nil
-			}
-			if j+1 >= n {
-				c.merge(&s.current)
-				return nil
-			}
-			s.cur.Store(cursor(j+1, slotPending))
-			done = make(chan struct{}, 1)
-			go s.run(j+1, done)
-			timer.Reset(wake[j+1])
 		}
+		if j+1 >= n {
+			c.merge(&s.current)
+			return nil
+		}
+		s.cur.Store(cursor(j+1, slotPending))
+		s.w.wakeAt(now, minWake(hooks[j+1:]))
+		s.w.start(s)
 	}
 }
 
@@ -338,49 +454,71 @@ func failClosedWord(event string) string {
 	return "declined"
 }
 
-func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
-	st, stops := any(P(&s.current)).(stopper)
+// slot returns hook j's slot.
+func (s *serialRun[T, P]) slot(j int) *slot[T] { return &s.slots[max(j-s.off, 0)] }
+
+// runHook runs hook j, which starts at now, on its own copy of current,
+// and merges what it decided if it succeeded in time. It returns the time
+// it ended (the next hook's start), whether the chain stops there, and
+// whether the caller still holds the run: false when the emitter abandoned
+// it meanwhile, after which the caller must not touch s again. The emitter
+// runs Inline hooks before any runner exists (onEmitter) and skips the
+// cursor.
+func (s *serialRun[T, P]) runHook(j int, now time.Time, onEmitter bool) (end time.Time, stop, owned bool) {
+	h := s.hooks[j]
+	sl := s.slot(j)
+	cp := &sl.copy
+	prepare[T, P](&s.em, h, cp, &s.current)
+	own := &s.owns[j]
+	hc := &own.hc
+	hc.over = overFlag{done: &own.done}
+	hc.parent = s.parent
+	hc.depth = s.depth
+	hc.deadline = now.Add(h.timeout)
+	sl.start = now
+	// Publish the hook as running, unless the emitter gave up on the
+	// whole emission meanwhile.
+	if !onEmitter && !s.cur.CompareAndSwap(cursor(j, slotPending), cursor(j, slotRunning)) {
+		return now, true, false
+	}
+	err := invoke[T, P](hc, h, P(cp))
+	end = time.Now()
+	elapsed := end.Sub(now)
+	own.done.Store(true)
+	if !onEmitter && !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
+		return end, true, false // abandoned: the emitter took over
+	}
+	hc.release()
+	o := result(err, elapsed, h.timeout)
+	s.em.finished(s.parent, h, elapsed, o, err)
+	if o != OutcomeOK {
+		return end, h.policy == FailClosed && s.failClosed(h, failureWord(o)), true
+	}
+	P(&s.current).merge(cp)
+	if s.stops && s.st.stopped() {
+		return end, true, true
+	}
+	return end, false, true
+}
+
+// run is the runner: it starts at the hook the cursor names and runs the
+// chain to its end, then publishes slotFinished and wakes the emitter.
+func (s *serialRun[T, P]) run() {
+	j, _ := uncursor(s.cur.Load())
 	// One clock reading per hook: the end of one hook is the start of the
 	// next (what runs in between is counted with the next hook).
 	now := time.Now()
-	for j := from; j < len(s.hooks); j++ {
+	for ; j < len(s.hooks); j++ {
 		if ended(s.stop) {
 			s.interrupted = true
 			break
 		}
-		h := s.hooks[j]
-		sl := &s.slots[j]
-		cp := &sl.copy
-		prepare[T, P](s.em, h, cp, &s.current)
-		hc := &sl.hc
-		hc.parent = s.parent
-		hc.depth = s.depth
-		hc.deadline = now.Add(h.timeout)
-		hc.over = overFlag{cur: &s.cur, j: j}
-		sl.start = now
-		// Publish the hook as running, unless the emitter gave up on the
-		// whole emission meanwhile.
-		if !s.cur.CompareAndSwap(cursor(j, slotPending), cursor(j, slotRunning)) {
+		end, stop, owned := s.runHook(j, now, false)
+		if !owned {
 			return
 		}
-		err := invoke[T, P](hc, h, P(cp))
-		end := time.Now()
-		elapsed := end.Sub(now)
 		now = end
-		if !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
-			return // abandoned: the emitter took over
-		}
-		hc.release()
-		o := result(err, elapsed, h.timeout)
-		s.em.finished(s.parent, h, elapsed, o, err)
-		if o != OutcomeOK {
-			if h.policy == FailClosed && s.failClosed(h, failureWord(o)) {
-				break
-			}
-			continue
-		}
-		P(&s.current).merge(cp)
-		if stops && st.stopped() {
+		if stop {
 			break
 		}
 	}
@@ -389,7 +527,11 @@ func (s *serialRun[T, P]) run(from int, done chan<- struct{}) {
 	if ended(s.stop) {
 		s.interrupted = true
 	}
-	done <- struct{}{}
+	v := s.cur.Load()
+	if _, state := uncursor(v); state != slotPending || !s.cur.CompareAndSwap(v, cursor(0, slotFinished)) {
+		return // the emitter gave up on the emission
+	}
+	s.w.notify()
 }
 
 // ended reports whether done (a context's Done channel, nil for a context
@@ -416,147 +558,252 @@ func failureWord(o Outcome) string {
 	return "failed"
 }
 
-// collectRun is one collector emission: up to conc workers pull hooks in
-// order and run them concurrently, each on its own copy; the emitter
-// abandons hooks that pass their deadline (starting a replacement worker)
-// and merges the items of the hooks that succeeded, in hook order.
+// collectRun is one collector emission: the emitter runs the Inline hooks
+// itself, up to conc pooled workers pull the other hooks in order and run
+// them concurrently, each on its own copy; the emitter abandons hooks that
+// pass their deadline (dispatching a replacement worker) and merges the
+// items of the hooks that succeeded, in hook order.
 type collectRun[T any, P ContextOf[T]] struct {
-	em        *emission
+	em        emission
 	hooks     []*registered
 	parent    context.Context
 	depth     int
 	src       T
 	slots     []slot[T]
+	one       [1]slot[T]
 	next      atomic.Int32
 	remaining atomic.Int32
-	// stop is parent.Done(), read once: no worker starts a hook after it
-	// closed.
+	// stop is parent.Done(), read once: no hook starts after it closed.
 	stop <-chan struct{}
-	done chan struct{}
+	w    waiter
 }
 
-func collect[T any, P ContextOf[T]](ctx context.Context, em *emission, hooks []*registered, c P, depth int) error {
+func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*registered, c P) error {
 	n := len(hooks)
-	s := &collectRun[T, P]{
-		em: em, hooks: hooks, parent: ctx, depth: depth + 1,
-		slots: make([]slot[T], n), done: make(chan struct{}), stop: ctx.Done(),
-	}
+	s := &collectRun[T, P]{em: em, hooks: hooks, parent: ctx, depth: em.depth + 1, stop: ctx.Done()}
 	s.src = *(*T)(c)
+	fail := func() error { return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err()) }
+	pooled := 0
+	for _, h := range hooks {
+		if !h.inline {
+			pooled++
+		}
+	}
+	if pooled == 0 {
+		return s.inline(c, fail)
+	}
+	if n == 1 {
+		s.slots = s.one[:]
+	} else {
+		s.slots = make([]slot[T], n)
+	}
 	s.remaining.Store(int32(n))
 	// Start with a few workers: hooks that return at once are done by
-	// them without a goroutine each. If hooks are still waiting after
+	// them without a worker each. If hooks are still waiting after
 	// spillAfter, the rest get their own workers, up to the bound, so slow
 	// hooks still run side by side.
-	limit := min(n, em.reg.conc)
+	limit := min(pooled, s.em.reg.conc)
 	workers := min(limit, max(2, runtime.GOMAXPROCS(0)))
-	minTimeout := hooks[0].timeout
-	for _, h := range hooks {
-		minTimeout = min(minTimeout, h.timeout)
-	}
+	start := time.Now()
+	s.w.init(start)
 	for range workers {
-		go s.work()
+		s.w.start(s)
 	}
-	var spill <-chan time.Time
-	if workers < limit {
-		t := time.NewTimer(spillAfter)
-		defer t.Stop()
-		spill = t.C
-	}
-	timer := time.NewTimer(minTimeout + abandonGrace)
-	defer timer.Stop()
-	for {
-		select {
-		case <-spill:
-			spill = nil
-			for range min(limit-workers, n-int(s.next.Load())) {
-				go s.work()
-			}
-		case <-s.done:
-			if ended(s.stop) {
-				return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
-			}
-			for j := range s.slots {
-				if s.slots[j].ok {
-					c.merge(&s.slots[j].copy)
-				}
-			}
-			return nil
-		case <-ctx.Done():
-			for j := range s.slots {
-				s.slots[j].state.CompareAndSwap(slotRunning, slotAbandoned)
-			}
-			return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err())
-		case now := <-timer.C:
-			wait := time.Duration(-1)
-			started := min(int(s.next.Load()), n)
-			for j := 0; j < started; j++ {
-				sl := &s.slots[j]
-				if sl.state.Load() != slotRunning {
-					continue
-				}
-				dl := time.Unix(0, sl.deadline.Load()).Add(abandonGrace)
-				if now.Before(dl) {
-					if d := dl.Sub(now); wait < 0 || d < wait {
-						wait = d
-					}
-					continue
-				}
-				if !sl.state.CompareAndSwap(slotRunning, slotAbandoned) {
-					continue
-				}
-				h := hooks[j]
-				elapsed := time.Since(sl.start)
-				h.stats.abandoned.Add(1)
-				em.finished(ctx, h, elapsed, OutcomeTimeout, nil)
-				sl.hc.release()
-				if int(s.next.Load()) < n {
-					go s.work() // replace the worker stuck in the abandoned hook
-				}
-				s.finishOne()
-			}
-			if wait < 0 {
-				wait = minTimeout + abandonGrace
-			}
-			timer.Reset(wait)
+	// The emitter's own share: the Inline hooks.
+	for j, h := range hooks {
+		if !h.inline {
+			continue
 		}
+		if ended(s.stop) {
+			s.abandonAll()
+			return fail()
+		}
+		s.runSlot(j, &s.slots[j], false)
+	}
+	spill := workers < limit
+	minWait := minWake(hooks)
+	if spill {
+		s.w.wakeAt(start, spillAfter)
+	} else {
+		s.w.wakeAt(start, minWait)
+	}
+	abandoned := false
+	for {
+		if s.stop == nil {
+			<-s.w.sig
+		} else {
+			select {
+			case <-s.w.sig:
+			case <-s.stop:
+				s.abandonAll()
+				s.w.cancel()
+				return fail()
+			}
+		}
+		if s.remaining.Load() == 0 {
+			s.w.cancel()
+			if !abandoned {
+				s.w.recycle()
+			}
+			return s.finish(c, fail)
+		}
+		now := time.Now()
+		if spill && now.Sub(start) >= spillAfter {
+			spill = false
+			for range min(limit-workers, n-int(s.next.Load())) {
+				s.w.start(s)
+			}
+		}
+		wait := time.Duration(-1)
+		started := min(int(s.next.Load()), n)
+		for j := 0; j < started; j++ {
+			sl := &s.slots[j]
+			if sl.state.Load() != slotRunning {
+				continue
+			}
+			dl := time.Unix(0, sl.deadline.Load()).Add(abandonGrace)
+			if now.Before(dl) {
+				if d := dl.Sub(now); wait < 0 || d < wait {
+					wait = d
+				}
+				continue
+			}
+			if !sl.state.CompareAndSwap(slotRunning, slotAbandoned) {
+				continue
+			}
+			abandoned = true
+			h := hooks[j]
+			h.stats.abandoned.Add(1)
+			s.em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
+			sl.hc.release()
+			if int(s.next.Load()) < n {
+				s.w.start(s) // replace the worker stuck in the abandoned hook
+			}
+			s.finishOne()
+		}
+		if wait < 0 {
+			wait = minWait
+		}
+		if spill {
+			wait = min(wait, spillAfter-now.Sub(start))
+		}
+		s.w.wakeAt(now, wait)
+	}
+}
+
+// finish merges the items of the hooks that succeeded, in hook order.
+func (s *collectRun[T, P]) finish(c P, fail func() error) error {
+	if ended(s.stop) {
+		return fail()
+	}
+	for j := range s.slots {
+		if s.slots[j].ok {
+			c.merge(&s.slots[j].copy)
+		}
+	}
+	return nil
+}
+
+// abandonAll gives up on the hooks in progress when the emission is
+// cancelled.
+func (s *collectRun[T, P]) abandonAll() {
+	for j := range s.slots {
+		s.slots[j].state.CompareAndSwap(slotRunning, slotAbandoned)
 	}
 }
 
 func (s *collectRun[T, P]) finishOne() {
-	if s.remaining.Add(-1) == 0 {
-		close(s.done)
+	if s.remaining.Add(-1) == 0 && s.w.sig != nil {
+		s.w.notify()
 	}
 }
 
-func (s *collectRun[T, P]) work() {
+// run is a worker's loop: it takes the next hook that is not Inline until
+// none is left.
+func (s *collectRun[T, P]) run() {
 	for !ended(s.stop) {
 		j := int(s.next.Add(1)) - 1
 		if j >= len(s.hooks) {
 			return
 		}
-		h := s.hooks[j]
-		sl := &s.slots[j]
-		cp := &sl.copy
-		prepare[T, P](s.em, h, cp, &s.src)
-		hc := &sl.hc
-		hc.parent = s.parent
-		hc.depth = s.depth
-		hc.over = overFlag{state: &sl.state}
-		sl.start = time.Now()
-		hc.deadline = sl.start.Add(h.timeout)
-		sl.deadline.Store(hc.deadline.UnixNano())
-		sl.state.Store(slotRunning)
-		err := invoke[T, P](hc, h, P(cp))
-		elapsed := time.Since(sl.start)
-		if !sl.state.CompareAndSwap(slotRunning, slotFinished) {
+		if s.hooks[j].inline {
+			continue // the emitter runs it
+		}
+		if !s.runSlot(j, &s.slots[j], false) {
 			return // abandoned; a replacement worker took over
 		}
-		hc.release()
-		o := result(err, elapsed, h.timeout)
-		s.em.finished(s.parent, h, elapsed, o, err)
-		if o == OutcomeOK {
-			sl.ok = true
-		}
-		s.finishOne()
 	}
+}
+
+// inline runs a collector whose hooks are all Inline on the emitter, one
+// after the other, each on a fresh copy in one shared slot; the items of
+// the hooks that succeed are gathered in hook order and reach c only when
+// the emission was not cancelled.
+func (s *collectRun[T, P]) inline(c P, fail func() error) error {
+	var items T
+	sl := &s.one[0]
+	for j := range s.hooks {
+		if ended(s.stop) {
+			return fail()
+		}
+		sl.ok = false
+		s.runSlot(j, sl, len(s.hooks) > 1)
+		if sl.ok {
+			P(&items).merge(&sl.copy)
+		}
+	}
+	if ended(s.stop) {
+		return fail()
+	}
+	c.merge(&items)
+	return nil
+}
+
+// ownCtx is the context.Context of a hook that runs in a shared slot,
+// with the state that says when its run is over: a hook may keep its
+// context, which must stay ended after it returned while later hooks use
+// the slot.
+type ownCtx struct {
+	hc   hookCtx
+	done atomic.Bool
+}
+
+// runSlot runs hook j in slot sl on its own copy of src; it reports false
+// when the emitter abandoned the run meanwhile. shared: sl is used by
+// several hooks in turn (all-Inline collectors), so the hook gets an
+// ownCtx.
+func (s *collectRun[T, P]) runSlot(j int, sl *slot[T], shared bool) bool {
+	h := s.hooks[j]
+	cp := &sl.copy
+	prepare[T, P](&s.em, h, cp, &s.src)
+	hc := &sl.hc
+	hc.over = overFlag{state: &sl.state}
+	var own *ownCtx
+	if shared {
+		own = new(ownCtx)
+		hc = &own.hc
+		hc.over = overFlag{done: &own.done}
+	}
+	hc.parent = s.parent
+	hc.depth = s.depth
+	sl.start = time.Now()
+	hc.deadline = sl.start.Add(h.timeout)
+	sl.deadline.Store(hc.deadline.UnixNano())
+	sl.state.Store(slotRunning)
+	err := invoke[T, P](hc, h, P(cp))
+	elapsed := time.Since(sl.start)
+	if own != nil {
+		own.done.Store(true)
+	}
+	if !sl.state.CompareAndSwap(slotRunning, slotFinished) {
+		return false
+	}
+	hc.release()
+	o := result(err, elapsed, h.timeout)
+	s.em.finished(s.parent, h, elapsed, o, err)
+	if o == OutcomeOK {
+		sl.ok = true
+	}
+	s.finishOne()
+	return true
 }

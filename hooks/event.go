@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -56,6 +57,9 @@ type eventInfo struct {
 	timeout time.Duration
 	scope   scope
 	index   int // 1-based index of a built-in event; 0 for custom events
+	// runs keeps the *serialRun[T, P] of finished all-Inline emissions
+	// for reuse (T is fixed per event).
+	runs sync.Pool
 }
 
 // Event identifies an event whose hooks receive a *T. The type parameter is

@@ -60,6 +60,7 @@ type Hook struct {
 	agents   []AgentName
 	rooms    []id.RoomID
 	policy   FailurePolicy
+	inline   bool
 	fn       any
 	err      error
 }
@@ -90,6 +91,17 @@ func Agents(names ...AgentName) Option {
 func Rooms(rooms ...id.RoomID) Option {
 	return func(h *Hook) { h.rooms = cleanList(h.rooms, rooms) }
 }
+
+// Inline runs the hook on the emitting goroutine instead of handing it to a
+// worker: the fast path for hooks that never block (pure computation on the
+// context, no I/O, no locks that can be held for long, no waiting on the
+// context). An inline hook keeps its own copy of the context, its deadline
+// (a run that ends at or after it counts as a timeout and its effects are
+// dropped) and panic recovery; it gives up only abandonment: an inline hook
+// that blocks blocks the emission, and with it the turn or tool call that
+// emitted the event, until it returns. Built-in gates and enrichers use
+// it; never use it for a hook that does I/O.
+func Inline() Option { return func(h *Hook) { h.inline = true } }
 
 // WithFailurePolicy sets the failure policy of a gate hook.
 func WithFailurePolicy(p FailurePolicy) Option { return func(h *Hook) { h.policy = p } }

@@ -23,17 +23,15 @@ type hookCtx struct {
 }
 
 // overFlag finds out whether a hook run is over from the state the engine
-// keeps anyway (a serial run's cursor, a collector slot's state), so that
-// ending a hook's context costs no extra atomic write.
+// keeps anyway, so that ending a hook's context costs no extra work.
 type overFlag struct {
-	cur   *atomic.Int64 // serial: over when the cursor left (j, running)
-	j     int
-	state *atomic.Int32 // collector: over when the slot left running
+	state *atomic.Int32 // a collector slot: over when it left running
+	done  *atomic.Bool  // a context of its own (ownCtx): over once set
 }
 
 func (o *overFlag) isOver() bool {
-	if o.cur != nil {
-		return o.cur.Load() != cursor(o.j, slotRunning)
+	if o.done != nil {
+		return o.done.Load()
 	}
 	if o.state != nil {
 		return o.state.Load() != slotRunning

@@ -81,6 +81,7 @@ type registered struct {
 	agents   []AgentName
 	rooms    []id.RoomID
 	policy   FailurePolicy
+	inline   bool // run on the emitting goroutine (Inline)
 	fn       any
 	decl     int
 	stats    *hookStats
@@ -210,7 +211,7 @@ func NewRegistry(plugins []Plugin, opts Options) (*Registry, error) {
 			reg := &registered{
 				plugin: info, name: h.name, event: h.event, priority: h.priority,
 				timeout: cmp.Or(h.timeout, h.event.timeout), agents: h.agents, rooms: h.rooms,
-				policy: h.policy, fn: h.fn, decl: decl,
+				policy: h.policy, inline: h.inline, fn: h.fn, decl: decl,
 			}
 			if ov, ok := p.Overrides[h.name]; ok {
 				if ov.Enabled != nil && !*ov.Enabled {
@@ -492,6 +493,8 @@ type HookInfo struct {
 	Agents        []AgentName   `json:"agents,omitempty"`
 	Rooms         []id.RoomID   `json:"rooms,omitempty"`
 	FailurePolicy string        `json:"failure_policy"`
+	// Inline: the hook runs on the emitting goroutine (see Inline).
+	Inline bool `json:"inline,omitempty"`
 	// Position is the hook's 1-based run position among its event's hooks.
 	Position int `json:"position"`
 }
@@ -511,7 +514,7 @@ func (r *Registry) Hooks() []HookInfo {
 			Event: h.event.name, Mode: h.event.mode.String(), Plugin: h.plugin.name, Source: h.plugin.source,
 			Hook: h.name, Priority: h.priority, Timeout: h.timeout,
 			Agents: slices.Clone(h.agents), Rooms: slices.Clone(h.rooms),
-			FailurePolicy: h.policy.String(), Position: pos,
+			FailurePolicy: h.policy.String(), Inline: h.inline, Position: pos,
 		})
 	}
 	return out

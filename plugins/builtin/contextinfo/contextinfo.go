@@ -122,8 +122,10 @@ func localZone() (*time.Location, string) {
 }
 
 // Hooks returns add_datetime, and add_room_info when room_info is on.
+// add_datetime only reads the clock and runs Inline; add_room_info may
+// fetch room state from the homeserver and runs on a worker.
 func (i *Info) Hooks() []hooks.Hook {
-	hs := []hooks.Hook{hooks.Handle(hooks.MessageEnrich, "add_datetime", i.enrich)}
+	hs := []hooks.Hook{hooks.Handle(hooks.MessageEnrich, "add_datetime", i.enrich, hooks.Inline())}
 	if i.roomInfo {
 		hs = append(hs, hooks.Handle(hooks.SystemEnrich, "add_room_info", i.systemEnrich))
 	}

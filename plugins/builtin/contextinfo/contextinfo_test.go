@@ -140,6 +140,13 @@ func TestRoomInfo(t *testing.T) {
 	svc.PutRoomState(ctx, hooktest.Room, "m.room.canonical_alias", "", map[string]any{"alias": "#lobby:localhost"})
 	svc.PutRoomState(ctx, hooktest.Room, "m.room.topic", "", map[string]any{"topic": "Say\nhello."})
 	reg := hooktest.Registry(t, []hooks.Plugin{{Name: Name, Hooks: info.Hooks()}}, hooks.Options{Services: svc.Bind()})
+	// add_datetime only reads the clock; add_room_info may call the
+	// homeserver and must stay abandonable.
+	for _, h := range reg.Hooks() {
+		if want := h.Hook == "add_datetime"; h.Inline != want {
+			t.Errorf("%s: Inline = %v, want %v", h.Hook, h.Inline, want)
+		}
+	}
 
 	emit := func() []hooks.EnrichmentItem {
 		c := hooktest.SystemEnrich("hi")

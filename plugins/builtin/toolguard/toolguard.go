@@ -252,9 +252,11 @@ func parseMatcher(p, key string, raw json.RawMessage) (*argMatcher, error) {
 	return m, nil
 }
 
-// Hooks returns the guard's gate hook.
+// Hooks returns the guard's gate hook. It only matches the call against
+// the rules in memory, never blocks, and so runs Inline (on the emitter's
+// goroutine).
 func (g *Guard) Hooks() []hooks.Hook {
-	opts := []hooks.Option{hooks.Priority(Priority)}
+	opts := []hooks.Option{hooks.Priority(Priority), hooks.Inline()}
 	if g.failClosed {
 		opts = append(opts, hooks.WithFailurePolicy(hooks.FailClosed))
 	}

@@ -57,6 +57,9 @@ const rules = `{
 
 func TestGuard(t *testing.T) {
 	reg := guard(t, rules)
+	if hs := reg.Hooks(); len(hs) != 1 || !hs[0].Inline {
+		t.Errorf("hooks = %+v, want one Inline gate (it never blocks)", hs)
+	}
 	tests := []struct {
 		name      string
 		tool      string

@@ -1,0 +1,269 @@
+package hooks
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// This file holds what emissions share instead of paying for it each time:
+// one deadline scheduler (a single timer for every emission in flight, in
+// place of a timer per emission) and a pool of parked worker goroutines
+// that run hooks (in place of a new goroutine per emission).
+
+// epoch anchors mono: durations since it are monotonic.
+var epoch = time.Now()
+
+// mono converts t to monotonic nanoseconds since epoch.
+func mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
+
+// waiter is an emitter's registration for a wake-up and the channel it
+// sleeps on. Everyone who has news for the emitter (the runner that
+// finished, the deadline) sends on sig without blocking; the emitter
+// re-reads the run's state after every wake-up, so a token lost to a full
+// buffer or left over from earlier news is harmless.
+//
+// Inside a testing/synctest bubble (where time.Now has no monotonic
+// reading) a shared timer and parked workers cannot serve the emission:
+// the waiter then falls back to a timer of its own and a new goroutine per
+// runner, all created in the bubble, so fake time and the bubble's end
+// work as for any other code.
+type waiter struct {
+	sig    chan struct{}
+	when   int64 // mono time the emitter wants to be woken at
+	index  int   // position in the scheduler's heap; -1 when not queued
+	bubble bool
+	timer  *time.Timer // bubble only
+}
+
+func (w *waiter) init(now time.Time) {
+	w.index = -1
+	// Round(0) strips the monotonic reading; only a synctest bubble's
+	// clock has none to strip.
+	w.bubble = now == now.Round(0)
+	switch {
+	case w.bubble:
+		w.sig, w.timer = make(chan struct{}, 1), nil
+	case w.sig == nil:
+		w.sig = getSig()
+	}
+}
+
+// wakeAt asks to be woken d after now.
+func (w *waiter) wakeAt(now time.Time, d time.Duration) {
+	if !w.bubble {
+		deadlines.schedule(w, mono(now)+int64(d))
+		return
+	}
+	if w.timer == nil {
+		w.timer = time.AfterFunc(d, w.notify)
+	} else {
+		w.timer.Reset(d)
+	}
+}
+
+// cancel withdraws the wake-up; afterwards only the runner can still send.
+func (w *waiter) cancel() {
+	if !w.bubble {
+		deadlines.cancel(w)
+	} else if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// start runs t on a pooled worker (a new goroutine in a bubble).
+func (w *waiter) start(t task) {
+	if w.bubble {
+		go t.run()
+		return
+	}
+	dispatch(t)
+}
+
+// notify wakes the emitter without blocking.
+func (w *waiter) notify() {
+	select {
+	case w.sig <- struct{}{}:
+	default:
+	}
+}
+
+// drain empties the channel of a waiter whose emission is over, for the
+// next emission of a pooled run: nobody can signal it anymore (the runner
+// finished, the wake-up was cancelled, no runner was abandoned).
+func (w *waiter) drain() {
+	select {
+	case <-w.sig:
+	default:
+	}
+}
+
+// recycle returns the waiter's channel for reuse. Only an emitter whose
+// run nobody can signal anymore (the runner finished, the wake-up was
+// cancelled, no runner was abandoned) calls it.
+func (w *waiter) recycle() {
+	if w.bubble {
+		return
+	}
+	select {
+	case <-w.sig:
+	default:
+	}
+	sigPool.Put(w.sig)
+	w.sig = nil
+}
+
+var sigPool = sync.Pool{New: func() any { return make(chan struct{}, 1) }}
+
+func getSig() chan struct{} { return sigPool.Get().(chan struct{}) }
+
+// deadlineScheduler wakes emitters at the deadlines they registered, all
+// from one timer. The timer stays armed at its earliest deadline even when
+// that registration is withdrawn: a registration later than the armed time
+// (the usual case, as deadlines are far longer than emissions) then costs a
+// heap insertion and no timer operation, and a timer that fires with
+// nothing due just re-arms for the earliest registration left.
+type deadlineScheduler struct {
+	mu    sync.Mutex
+	q     []*waiter // min-heap by when
+	armed int64     // mono time the timer fires at; 0 when it is not armed
+	timer *time.Timer
+}
+
+var deadlines deadlineScheduler
+
+// schedule (re)registers w to be woken at mono time when.
+func (d *deadlineScheduler) schedule(w *waiter, when int64) {
+	d.mu.Lock()
+	w.when = when
+	if w.index >= 0 {
+		d.down(w.index)
+		d.up(w.index)
+	} else {
+		w.index = len(d.q)
+		d.q = append(d.q, w)
+		d.up(w.index)
+	}
+	if d.armed == 0 || when < d.armed {
+		d.armed = when
+		delay := time.Duration(when - mono(time.Now()))
+		if d.timer == nil {
+			d.timer = time.AfterFunc(delay, d.fire)
+		} else {
+			d.timer.Reset(delay)
+		}
+	}
+	d.mu.Unlock()
+}
+
+// cancel withdraws w; after it returns the scheduler no longer touches w.
+func (d *deadlineScheduler) cancel(w *waiter) {
+	d.mu.Lock()
+	if i := w.index; i >= 0 {
+		last := len(d.q) - 1
+		if i != last {
+			d.swap(i, last)
+		}
+		d.q[last] = nil
+		d.q = d.q[:last]
+		if i != last {
+			d.down(i)
+			d.up(i)
+		}
+		w.index = -1
+	}
+	d.mu.Unlock()
+}
+
+func (d *deadlineScheduler) fire() {
+	d.mu.Lock()
+	now := mono(time.Now())
+	for len(d.q) > 0 && d.q[0].when <= now {
+		w := d.q[0]
+		last := len(d.q) - 1
+		d.swap(0, last)
+		d.q[last] = nil
+		d.q = d.q[:last]
+		d.down(0)
+		w.index = -1
+		w.notify()
+	}
+	d.armed = 0
+	if len(d.q) > 0 {
+		d.armed = d.q[0].when
+		d.timer.Reset(time.Duration(d.armed - now))
+	}
+	d.mu.Unlock()
+}
+
+func (d *deadlineScheduler) swap(i, j int) {
+	d.q[i], d.q[j] = d.q[j], d.q[i]
+	d.q[i].index = i
+	d.q[j].index = j
+}
+
+func (d *deadlineScheduler) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if d.q[p].when <= d.q[i].when {
+			return
+		}
+		d.swap(i, p)
+		i = p
+	}
+}
+
+func (d *deadlineScheduler) down(i int) {
+	n := len(d.q)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && d.q[r].when < d.q[l].when {
+			m = r
+		}
+		if d.q[i].when <= d.q[m].when {
+			return
+		}
+		d.swap(i, m)
+		i = m
+	}
+}
+
+// task is work for a pooled worker: a serial chain's runner or a
+// collector's worker loop.
+type task interface{ run() }
+
+// maxParked bounds the idle workers kept for reuse; a worker that finds
+// the pool full exits.
+const maxParked = 64
+
+var (
+	idle   = make(chan task)
+	parked atomic.Int32
+)
+
+// dispatch runs t on a parked worker, or on a new one if none is idle.
+// A worker stuck in an abandoned hook is simply not idle: it rejoins the
+// pool (or exits) when the hook finally returns.
+func dispatch(t task) {
+	select {
+	case idle <- t:
+	default:
+		go worker(t)
+	}
+}
+
+func worker(t task) {
+	for {
+		t.run()
+		if parked.Add(1) > maxParked {
+			parked.Add(-1)
+			return
+		}
+		t = <-idle
+		parked.Add(-1)
+	}
+}
