@@ -74,6 +74,71 @@ type turn struct {
 	parent        context.Context // the turn's context before its deadline and stop
 	clock         *turnClock      // the turn's deadline, paused while it waits for approvals
 	usedApprovals []string        // approvals this run asked for (ids)
+
+	ending ending // how the turn ended, set by the step that ended it (see finish)
+}
+
+// ending is how a turn ended: answered (message:after_response) or
+// cancelled (message:cancelled). The step that ends a turn sets it with
+// endAnswered or endCancelled; finish, the one place a turn ends, acts on
+// it.
+type ending struct {
+	set      bool
+	answered bool
+	// answered: what was delivered.
+	text     string
+	eventID  id.EventID
+	delivery hooks.DeliveryKind
+	kind     hooks.ResponseKind
+	// cancelled: why.
+	reason hooks.CancelReason
+	detail string
+	// stored: the message was marked handled with the stored turn (one
+	// transaction); otherwise finish marks it handled.
+	stored bool
+	// unhandled: the message stays unhandled, to be answered after a
+	// restart (hookroom is stopping).
+	unhandled bool
+}
+
+// endAnswered ends the turn with a delivered reply.
+func (t *turn) endAnswered(text string, evID id.EventID, delivery hooks.DeliveryKind, kind hooks.ResponseKind, stored bool) {
+	t.ending = ending{set: true, answered: true, text: text, eventID: evID, delivery: delivery, kind: kind, stored: stored}
+}
+
+// endCancelled ends the turn without a clean reply.
+func (t *turn) endCancelled(reason hooks.CancelReason, detail string) {
+	t.ending = ending{set: true, reason: reason, detail: detail}
+}
+
+// finish is where every turn ends, deferred by run: it marks the message
+// handled (unless the stored turn did, or hookroom is stopping and the
+// message is to be answered after the restart) and fires exactly one of
+// message:after_response and message:cancelled. A turn cut short by a
+// shutdown ends as cancelled with reason shutdown.
+func (t *turn) finish(ctx, parent context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	e := t.ending
+	if !e.set {
+		if parent.Err() == nil {
+			// Every step that ends a turn says how; this one did not.
+			t.log.Error().Msg("turn ended without an outcome; marking its message handled")
+			e = ending{reason: hooks.CancelInterrupted, detail: "ended without an outcome"}
+		} else {
+			e = ending{reason: hooks.CancelShutdown, unhandled: true,
+				detail: "hookroom stopped before the turn ended; the message is answered after the restart"}
+		}
+	}
+	if !e.stored && !e.unhandled {
+		if err := t.markHandled(ctx); err != nil {
+			t.log.Error().Err(err).Msg("failed to mark the message handled")
+		}
+	}
+	if e.answered {
+		t.afterResponse(ctx, e.text, e.eventID, e.delivery, e.kind)
+	} else {
+		t.cancelled(ctx, e.reason, e.detail)
+	}
 }
 
 // scopeKey is the history scope of a message: its room and thread.
@@ -118,6 +183,7 @@ func (t *turn) run(parent context.Context) {
 	defer stop(nil)
 	t.b.turnsByEvent.start(t.ev.ID, stop)
 	defer t.b.turnsByEvent.remove(t.ev.ID)
+	defer t.finish(ctx, parent) // after every other deferred step of the turn
 	if ctx.Err() != nil {
 		// Stopped (🛑, a redaction) while it waited behind its thread's
 		// earlier turns: it ends before it began. (A shutdown leaves it
@@ -233,8 +299,7 @@ func (t *turn) claim(ctx context.Context) bool {
 	}
 	t.log.Info().Msg("message claimed by a hook")
 	if strings.TrimSpace(c.Claimed.Text) == "" {
-		t.cancelled(ctx, hooks.CancelClaimed, "")
-		t.markHandled(ctx)
+		t.endCancelled(hooks.CancelClaimed, "")
 		return true
 	}
 	t.mu.Lock()
@@ -245,8 +310,7 @@ func (t *turn) claim(ctx context.Context) bool {
 		t.fail(ctx, hooks.CancelDeliveryError, err)
 		return true
 	}
-	t.markHandled(ctx)
-	t.afterResponse(ctx, c.Claimed.Text, evID, hooks.DeliverySent, hooks.ResponseSystem)
+	t.endAnswered(c.Claimed.Text, evID, hooks.DeliverySent, hooks.ResponseSystem, false)
 	return true
 }
 
@@ -609,8 +673,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 					t.log.Warn().Err(err).Msg("failed to remove the placeholder")
 				}
 			}
-			t.markHandled(ctx)
-			t.cancelled(ctx, hooks.CancelSuppressed, "")
+			t.endCancelled(hooks.CancelSuppressed, "")
 			return
 		}
 		text = c.Draft.Text
@@ -653,7 +716,11 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	// transaction (the history's write lock first, then the database's).
 	// Its token usage is recorded in the same transaction.
 	newSession, err := t.b.history.AppendTurn(context.WithoutCancel(ctx), t.scope, t.agent, t.ev.ID, t.handled, msgs...)
+	stored := err == nil
 	if err != nil {
+		// The reply is out: the message is still marked handled (by
+		// finish), so it is not answered again, but the thread's history
+		// lacks this turn.
 		t.log.Error().Err(err).Msg("failed to store the turn")
 	}
 	if newSession && t.reg.Has(hooks.SessionStarted.Name()) {
@@ -666,7 +733,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		}
 	}
 	t.log.Info().Str("delivery", string(kind)).Int("tool_calls", len(res.ToolTrace)).Msg("answered")
-	t.afterResponse(ctx, text, evID, kind, hooks.ResponseAI)
+	t.endAnswered(text, evID, kind, hooks.ResponseAI, stored)
 }
 
 // markHandled marks the message handled (a turn that stores nothing),
@@ -731,13 +798,10 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 		}
 	}
 	t.endTyping()
-	if err := t.markHandled(ctx); err != nil {
-		t.log.Error().Err(err).Msg("failed to mark the message handled")
-	}
 	t.mu.Lock()
 	t.reply = reply
 	t.mu.Unlock()
-	t.cancelled(ctx, reason, err.Error())
+	t.endCancelled(reason, err.Error())
 }
 
 // userError is what a person sees of a model error: short, without

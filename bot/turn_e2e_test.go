@@ -402,7 +402,8 @@ func TestTerminalEvents(t *testing.T) {
 		if got := e.waitTerminal(1); !slices.Equal(got, []string{"after:should never be asked"}) && !slices.Equal(got, []string{"after:hi alice"}) {
 			t.Fatalf("terminal %v", got)
 		}
-		time.Sleep(500 * time.Millisecond)
+		// A room's messages are handled in order: by the time alice's was
+		// answered, the stranger's had been refused (or its turn started).
 		if n := e.llm.Count(); n != 1 {
 			t.Errorf("%d model calls, want 1 (none for the stranger)", n)
 		}
@@ -435,6 +436,25 @@ func TestTerminalEvents(t *testing.T) {
 		e.say("again?", "")
 		if got := e.waitTerminal(2); got[1] != "after:better now" {
 			t.Errorf("after an error: %v", got)
+		}
+	})
+	t.Run("shutdown cancels, the restart answers", func(t *testing.T) {
+		e := newTurnEnv(t, []string{"helper"}, "")
+		e.llm.Script(
+			llmtest.Reply{Text: llmtest.Split(strings.Repeat("word ", 400), 400), ChunkDelay: 50 * time.Millisecond},
+			llmtest.Text("Answered after the restart."),
+		)
+		q := e.say("write a long essay", "")
+		e.waitForAgentMessage(q) // the turn is streaming
+		e.restart(func() {
+			// hookroom stopped mid-turn: exactly one terminal event.
+			if got := e.waitTerminal(1); !slices.Equal(got, []string{"cancelled:shutdown"}) {
+				t.Fatalf("terminal at shutdown %v, want cancelled:shutdown", got)
+			}
+		})
+		// The message stayed unhandled: the restarted hookroom answers it.
+		if got := e.waitTerminal(2); got[1] != "after:Answered after the restart." {
+			t.Fatalf("terminal after the restart %v", got)
 		}
 	})
 	t.Run("garbage stream", func(t *testing.T) {

@@ -111,10 +111,7 @@ func (t *turn) overBudget(ctx context.Context) bool {
 		t.reply = evID
 		t.mu.Unlock()
 	}
-	if err := t.markHandled(ctx); err != nil {
-		t.log.Error().Err(err).Msg("failed to mark the message handled")
-	}
-	t.cancelled(ctx, hooks.CancelOverBudget, fmt.Sprintf("daily %s token budget used up: %d of %d", ex.Scope, ex.Used, ex.Limit))
+	t.endCancelled(hooks.CancelOverBudget, fmt.Sprintf("daily %s token budget used up: %d of %d", ex.Scope, ex.Used, ex.Limit))
 	return true
 }
 

@@ -315,6 +315,10 @@ const (
 	// CancelOverBudget: a daily token budget (the person's or the agent's)
 	// was used up; the person was told and no model was called.
 	CancelOverBudget CancelReason = "over_budget"
+	// CancelShutdown: hookroom stopped before the turn ended. The message
+	// stays unhandled and is answered after the restart (a second turn,
+	// with its own terminal event).
+	CancelShutdown CancelReason = "shutdown"
 )
 
 // CancelledInfo describes a turn that ended without a clean reply.
