@@ -59,11 +59,9 @@ func (t pluginTool) Spec() agents.ToolSpec {
 // the tool call's context.
 func pluginToolCall(ctx context.Context, args json.RawMessage) plugins.ToolCall {
 	call, _ := agents.ToolCallFrom(ctx)
+	call.Arguments = args
 	corr, _ := agents.ToolCorrelationID(ctx)
-	return plugins.ToolCall{
-		Arguments: args, Agent: call.Agent, RoomID: call.RoomID, ThreadID: call.ThreadID,
-		RequesterID: call.RequesterID, SessionID: call.SessionID, CorrelationID: corr,
-	}
+	return plugins.ToolCall{ToolCall: call, CorrelationID: corr}
 }
 
 func (t pluginTool) Call(ctx context.Context, args json.RawMessage) (string, error) {

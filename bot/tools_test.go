@@ -254,10 +254,10 @@ func TestPluginToolGetsTheTurnsContext(t *testing.T) {
 	}
 	got := toolBoxCalls.calls[0]
 	got.Emit = nil
-	want := plugins.ToolCall{
-		Arguments: json.RawMessage(`{"q":"x"}`), Agent: "a", RoomID: "!room:localhost", ThreadID: "$thread:localhost",
-		RequesterID: "@alice:localhost", SessionID: "session-7", CorrelationID: "corr-7",
-	}
+	want := plugins.ToolCall{ToolCall: hooks.ToolCall{
+		Tool: "search", Arguments: json.RawMessage(`{"q":"x"}`), Agent: "a", RoomID: "!room:localhost", ThreadID: "$thread:localhost",
+		RequesterID: "@alice:localhost", SessionID: "session-7",
+	}, CorrelationID: "corr-7"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("tool call\n got %+v\nwant %+v", got, want)
 	}

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"runtime/debug"
 
-	"maunium.net/go/mautrix/id"
-
 	"github.com/hookroom/hookroom/hooks"
 )
 
@@ -57,16 +55,12 @@ type Tool struct {
 	Func ToolFunc
 }
 
-// ToolCall is one call of a plugin tool by an agent.
+// ToolCall is one call of a plugin tool by an agent: the call as the
+// tool hooks see it (hooks.ToolCall: the tool, the arguments the model
+// passed, the agent, room, thread, requester and session) and what the
+// plugin needs to serve it.
 type ToolCall struct {
-	// Arguments is the JSON object the model passed.
-	Arguments json.RawMessage
-	// Agent is the agent calling the tool.
-	Agent       hooks.AgentName
-	RoomID      id.RoomID
-	ThreadID    id.EventID
-	RequesterID id.UserID
-	SessionID   string
+	hooks.ToolCall
 	// CorrelationID ties the call to the turn's hook runs in logs.
 	CorrelationID string
 	// Emit emits a custom event (observer mode) on behalf of the tool's

@@ -443,7 +443,7 @@ func TestToolsAndCustomEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	testCalls.take()
-	out, err := set.CallTool(hooktest.Context(t), reg, "echo", plugins.ToolCall{Arguments: []byte(`{"q":1}`), Agent: "code"})
+	out, err := set.CallTool(hooktest.Context(t), reg, "echo", plugins.ToolCall{ToolCall: hooks.ToolCall{Arguments: []byte(`{"q":1}`), Agent: "code"}})
 	if err != nil || out != `test_builtin:{"q":1}` {
 		t.Fatalf("CallTool = %q, %v", out, err)
 	}

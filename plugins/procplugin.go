@@ -48,9 +48,7 @@ func (pi *processInstance) Tools() []Tool {
 			Name: d.Name, Description: d.Description, Parameters: d.Parameters,
 			Func: func(ctx context.Context, call ToolCall) (string, error) {
 				return pi.p.CallTool(ctx, name, process.ToolCallRequest{
-					Arguments: call.Arguments, Agent: call.Agent, RoomID: call.RoomID, ThreadID: call.ThreadID,
-					RequesterID: call.RequesterID, SessionID: call.SessionID, CorrelationID: call.CorrelationID,
-					Emit: call.Emit,
+					ToolCall: call.ToolCall, CorrelationID: call.CorrelationID, Emit: call.Emit,
 				})
 			},
 		})

@@ -98,7 +98,7 @@ func TestRealProcessPlugin(t *testing.T) {
 	}
 
 	testCalls.take()
-	out, err := set.CallTool(ctx, reg, "py_echo", plugins.ToolCall{Arguments: json.RawMessage(`{"text":"hi"}`), Agent: "code"})
+	out, err := set.CallTool(ctx, reg, "py_echo", plugins.ToolCall{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{"text":"hi"}`), Agent: "code"}})
 	if err != nil {
 		t.Fatal(err)
 	}

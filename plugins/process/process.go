@@ -165,15 +165,11 @@ type Emitter interface {
 	Emit(ctx context.Context, event string, payload any) error
 }
 
-// ToolCallRequest is one call of a plugin tool by an agent.
+// ToolCallRequest is one call of a plugin tool by an agent: the call as
+// the tool hooks see it (hooks.ToolCall) and what the process needs to
+// serve it.
 type ToolCallRequest struct {
-	// Arguments is the JSON object the model passed.
-	Arguments   json.RawMessage
-	Agent       hooks.AgentName
-	RoomID      id.RoomID
-	ThreadID    id.EventID
-	RequesterID id.UserID
-	SessionID   string
+	hooks.ToolCall
 	// CorrelationID ties the call to the turn in logs.
 	CorrelationID string
 	// Emit serves the tool's host.emit calls; nil answers them with

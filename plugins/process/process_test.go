@@ -190,7 +190,7 @@ func TestRoundTripEveryMode(t *testing.T) {
 		if len(tools) != 5 || tools[0].Name != "echo" || string(tools[0].Parameters) != `{"type":"object"}` {
 			t.Fatalf("tools = %+v", tools)
 		}
-		out, err := p.CallTool(ctx, "echo", process.ToolCallRequest{Arguments: json.RawMessage(`{"x":1}`)})
+		out, err := p.CallTool(ctx, "echo", process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{"x":1}`)}})
 		if err != nil || out != `{"x":1}` {
 			t.Errorf("echo = %q, %v", out, err)
 		}

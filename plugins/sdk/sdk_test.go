@@ -280,7 +280,7 @@ func newHarness(t *testing.T, mode string) *harness {
 		tools := inst.(plugins.ToolProvider).Tools()
 		h.callTool = func(name, args string) (string, error) {
 			i := slices.IndexFunc(tools, func(t plugins.Tool) bool { return t.Name == name })
-			return tools[i].Call(h.ctx, plugins.ToolCall{Arguments: json.RawMessage(args), Emit: h.emitToRegistry})
+			return tools[i].Call(h.ctx, plugins.ToolCall{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(args)}, Emit: h.emitToRegistry})
 		}
 		h.callToolAs = func(name string, call plugins.ToolCall) (string, error) {
 			i := slices.IndexFunc(tools, func(t plugins.Tool) bool { return t.Name == name })
@@ -301,13 +301,10 @@ func newHarness(t *testing.T, mode string) *harness {
 		t.Cleanup(func() { p.Close() })
 		hp = p.RegistryPlugin("test")
 		h.callTool = func(name, args string) (string, error) {
-			return p.CallTool(h.ctx, name, process.ToolCallRequest{Arguments: json.RawMessage(args), Emit: h.emitToRegistry})
+			return p.CallTool(h.ctx, name, process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(args)}, Emit: h.emitToRegistry})
 		}
 		h.callToolAs = func(name string, call plugins.ToolCall) (string, error) {
-			return p.CallTool(h.ctx, name, process.ToolCallRequest{
-				Arguments: call.Arguments, Agent: call.Agent, RoomID: call.RoomID, ThreadID: call.ThreadID,
-				RequesterID: call.RequesterID, SessionID: call.SessionID, CorrelationID: call.CorrelationID,
-			})
+			return p.CallTool(h.ctx, name, process.ToolCallRequest{ToolCall: call.ToolCall, CorrelationID: call.CorrelationID})
 		}
 	}
 	h.reg = hooktest.Registry(t, []hooks.Plugin{hp}, hooks.Options{Services: h.svc.Bind()})
@@ -453,10 +450,10 @@ func TestSameCodeBothModes(t *testing.T) {
 				if err != nil || out != "42" {
 					t.Errorf("add = %q, %v", out, err)
 				}
-				out, err = h.callToolAs("whoami", plugins.ToolCall{
+				out, err = h.callToolAs("whoami", plugins.ToolCall{ToolCall: hooks.ToolCall{
 					Agent: hooktest.Agent, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
-					RequesterID: hooktest.Sender, SessionID: "session-1", CorrelationID: "corr-1",
-				})
+					RequesterID: hooktest.Sender, SessionID: "session-1",
+				}, CorrelationID: "corr-1"})
 				if want := fmt.Sprintf("%s %s %s %s session-1 corr-1", hooktest.Agent, hooktest.Room, hooktest.EventID, hooktest.Sender); err != nil || out != want {
 					t.Errorf("whoami = %q, %v; want %q", out, err, want)
 				}

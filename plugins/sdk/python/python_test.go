@@ -261,14 +261,14 @@ func TestRoundTripEveryMode(t *testing.T) {
 		h.logs.waitFor(t, "callbacks done")
 	})
 	t.Run("tools", func(t *testing.T) {
-		out, err := h.p.CallTool(h.ctx, "add", process.ToolCallRequest{Arguments: json.RawMessage(`{"a":2,"b":40}`)})
+		out, err := h.p.CallTool(h.ctx, "add", process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{"a":2,"b":40}`)}})
 		if err != nil || out != "42" {
 			t.Errorf("add = %q, %v", out, err)
 		}
-		out, err = h.p.CallTool(h.ctx, "whoami", process.ToolCallRequest{
+		out, err = h.p.CallTool(h.ctx, "whoami", process.ToolCallRequest{ToolCall: hooks.ToolCall{
 			Agent: hooktest.Agent, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
-			RequesterID: hooktest.Sender, SessionID: "session-1", CorrelationID: "corr-1",
-		})
+			RequesterID: hooktest.Sender, SessionID: "session-1",
+		}, CorrelationID: "corr-1"})
 		if want := fmt.Sprintf("%s %s %s %s session-1 corr-1", hooktest.Agent, hooktest.Room, hooktest.EventID, hooktest.Sender); err != nil || out != want {
 			t.Errorf("whoami = %q, %v; want %q", out, err, want)
 		}
