@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
@@ -435,7 +436,7 @@ tool_approval:
 	if len(resolved) != 1 || resolved[0].DecidedBy != alice.UserID {
 		t.Errorf("tool:approval_resolved %+v", resolved)
 	}
-	waitUntil(t, 30*time.Second, "the card to show the approval", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the card to show the approval", func() bool {
 		got := phone.WaitMessage(t, room, hstest.Match{EventID: card.EventID})
 		return strings.Contains(got.FinalBody, "Approved by "+string(alice.UserID))
 	})

@@ -26,6 +26,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/internal/pgtest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
@@ -604,13 +605,7 @@ func TestLateSendOfKilledRunIsRemoved(t *testing.T) {
 	}
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting until %s", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		testkit.Eventually(t, 60*time.Second, what, cond)
 	}
 	waitUntil("the replay posted its placeholder", func() bool { return agentMessages() == 1 })
 	// Now the killed run's placeholder lands: a second agent message.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
@@ -84,7 +85,7 @@ func TestEncryptedConversation(t *testing.T) {
 	q := phone.SendText(t, room, "@"+e.localpart("helper")+" hello?")
 	got := phone.WaitMessage(t, room, hstest.Match{Sender: agent, Contains: answer, ThreadRoot: q})
 	// The placeholder was edited while streaming; wait for the final edit.
-	waitUntil(t, 30*time.Second, "the final edit of the streamed reply", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the final edit of the streamed reply", func() bool {
 		got = phone.WaitMessage(t, room, hstest.Match{EventID: got.EventID})
 		return got.FinalBody == answer
 	})
@@ -119,7 +120,7 @@ func TestEncryptedConversation(t *testing.T) {
 	// The agent learns of the new device from its sync (device list
 	// change), as any client does; a reply sent before that would not be
 	// shared with it.
-	waitUntil(t, 30*time.Second, "the agent knows the laptop", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the agent knows the laptop", func() bool {
 		return knowsDevice(t, r2.bot.w().agents["helper"], alice.UserID, laptop.DeviceID)
 	})
 	llm.Script(llmtest.Text("Answer for every device."))
@@ -273,7 +274,7 @@ func TestEncryptedDirectMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := e.bot.bot
-	waitUntil(t, 30*time.Second, "the agent left the empty DM", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the agent left the empty DM", func() bool {
 		_, remembered := rememberedDM(t, b, room, helper)
 		return !remembered && !b.invited.has(room, helper)
 	})
@@ -320,7 +321,7 @@ agents:
 	// share and encrypt until the encryption finds its session.
 	content := &event.MessageEventContent{MsgType: event.MsgText, Body: "a message whose key comes late"}
 	var enc *event.EncryptedEventContent
-	waitUntil(t, 30*time.Second, "alice's client encrypted with a session nobody else has", func() bool {
+	testkit.Eventually(t, 30*time.Second, "alice's client encrypted with a session nobody else has", func() bool {
 		if err := mach.ShareGroupSession(ctx, room, []id.UserID{alice.UserID}); err != nil {
 			t.Fatal(err)
 		}

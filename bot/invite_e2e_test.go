@@ -16,21 +16,10 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 	"github.com/hookroom/hookroom/tracking"
 )
-
-// waitUntil polls cond until it holds, failing the test after timeout.
-func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // membership reads user's membership in room as u sees it ("" if none).
 func membership(u *hstest.User, room id.RoomID, user id.UserID) event.Membership {
@@ -190,7 +179,7 @@ func TestDirectMessageWithAnAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := e.bot.bot
-	waitUntil(t, 30*time.Second, "the kicked agent forgot the DM", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the kicked agent forgot the DM", func() bool {
 		_, remembered := rememberedDM(t, b, e.room, helper)
 		return !remembered && !b.invited.has(e.room, helper)
 	})
@@ -216,7 +205,7 @@ func TestInviteFromUnauthorizedPersonIsDeclined(t *testing.T) {
 	mallory := e.hs.RegisterUser(t, "mallory")
 
 	room := createDM(t, mallory, helper)
-	waitUntil(t, 30*time.Second, "the agent declined mallory's invite", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the agent declined mallory's invite", func() bool {
 		return membership(mallory, room, helper) == event.MembershipLeave
 	})
 	if _, ok := rememberedDM(t, e.bot.bot, room, helper); ok {
@@ -233,11 +222,11 @@ func TestInviteFromUnauthorizedPersonIsDeclined(t *testing.T) {
 	if _, err := e.person.Client.InviteUser(ctx, e.room, &mautrix.ReqInviteUser{UserID: helper}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, "the agent joined alice's room", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the agent joined alice's room", func() bool {
 		return membership(e.person, e.room, helper) == event.MembershipJoin
 	})
 	// The room is remembered right after the join returns: wait for it.
-	waitUntil(t, 10*time.Second, "alice's room is remembered", func() bool {
+	testkit.Eventually(t, 10*time.Second, "alice's room is remembered", func() bool {
 		return len(e.bot.bot.invited.all()) > 0
 	})
 	if got := e.bot.bot.invited.all(); len(got) != 1 || got[0].RoomID != e.room || got[0].IsDirect {

@@ -34,9 +34,11 @@ func NewLogger(cfg config.Log, w io.Writer) (zerolog.Logger, error) {
 		}
 		level = zerolog.InfoLevel
 	}
-	var out io.Writer = w
+	// Every goroutine logs: lines reach w one at a time (w need not be
+	// safe for concurrent writes, as a bytes.Buffer is not).
+	var out io.Writer = zerolog.SyncWriter(w)
 	if cfg.Format == "console" {
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !colourful(w)}
+		out = zerolog.ConsoleWriter{Out: out, TimeFormat: time.TimeOnly, NoColor: !colourful(w)}
 	}
 	out = quietCancels{w: out, debug: level <= zerolog.DebugLevel}
 	return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil

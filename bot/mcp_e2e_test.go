@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/mcp/mcptest"
 )
 
@@ -98,7 +99,7 @@ func TestMCPToolEndToEnd(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 60*time.Second, "the supervisor to restart the MCP server", func() bool { return srv.PID() != 0 && srv.PID() != pid })
+	testkit.Eventually(t, 60*time.Second, "the supervisor to restart the MCP server", func() bool { return srv.PID() != 0 && srv.PID() != pid })
 	e.llm.Script(
 		llmtest.Calls(llmtest.ToolCall("c2", "read_file", args)),
 		llmtest.Text("Still marmalade."),
@@ -155,7 +156,7 @@ func TestReloadMCPServers(t *testing.T) {
 	if got := b.w().mcp.Server("files").PID(); got == filesPID || got == 0 {
 		t.Errorf("changed server not restarted: pid %d → %d", filesPID, got)
 	}
-	waitUntil(t, 60*time.Second, "the old files process to exit", func() bool { return syscall.Kill(filesPID, 0) != nil })
+	testkit.Eventually(t, 60*time.Second, "the old files process to exit", func() bool { return syscall.Kill(filesPID, 0) != nil })
 	if got := toolSources(); !slices.Equal(got, []string{"mcp:web2/echo", "mcp:files/list_directory"}) {
 		t.Errorf("tools after the reload = %v", got)
 	}
@@ -196,7 +197,7 @@ func TestStdioCrashLoopDisables(t *testing.T) {
 	if err := syscall.Kill(srv.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 60*time.Second, "the crash loop to disable the server", srv.Disabled)
+	testkit.Eventually(t, 60*time.Second, "the crash loop to disable the server", srv.Disabled)
 	if n := srv.Starts(); n != 3 {
 		t.Errorf("the server was started %d times, want 3 (the first start and 2 restarts; the 3rd crash disables it)", n)
 	}

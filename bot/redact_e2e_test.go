@@ -17,6 +17,7 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/tracking"
 )
 
@@ -74,16 +75,10 @@ func pendingIn(t *testing.T, cfg *config.Config) []id.EventID {
 	return out
 }
 
-// waitUntil polls cond until it holds or the deadline passes.
+// waitUntil waits up to 30 s until cond holds.
 func (e *turnEnv) waitUntil(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(e.t, 30*time.Second, what, cond)
 }
 
 // pending reports whether the bot's inbox holds evID unhandled.

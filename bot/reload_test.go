@@ -1,14 +1,12 @@
 package bot
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,26 +14,11 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/internal/testkit"
 	_ "github.com/hookroom/hookroom/plugins/builtin/all"
 )
 
-// logBuffer collects a bot's log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer = testkit.Buffer
 
 // reloadEnv runs hookroom with plugins from config.yaml (no Registry
 // override) and file watching on, against the scripted model.

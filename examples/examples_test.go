@@ -5,7 +5,6 @@
 package examples_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -21,26 +20,12 @@ import (
 	"github.com/hookroom/hookroom/examples/go-redact/redact"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/hooks/hooktest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/plugins/process"
 )
 
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = testkit.Buffer
 
 // start loads the plugin directory dir as the loader does and starts it.
 func start(t *testing.T, dir string, settings map[string]any) (*process.Plugin, context.Context, *logBuffer) {
@@ -126,7 +111,7 @@ func TestLocationContext(t *testing.T) {
 	if len(c.Items) != 0 {
 		t.Errorf("items = %+v", c.Items)
 	}
-	waitFor(t, logs2, "location source not found")
+	logs2.WaitFor(t, "location source not found", 2*time.Second)
 }
 
 func TestToolGuard(t *testing.T) {
@@ -171,7 +156,7 @@ func TestToolGuard(t *testing.T) {
 	if len(declined) != 3 || declined[0]["tool"] != "read_file" || declined[0]["agent"] != "assistant" || declined[2]["reason"] != "No shell for agents." {
 		t.Errorf("tool-guard:declined events = %+v", declined)
 	}
-	waitFor(t, logs, "declined a tool call")
+	logs.WaitFor(t, "declined a tool call", 2*time.Second)
 }
 
 func TestGoRedact(t *testing.T) {
@@ -250,17 +235,6 @@ func TestManifestsMatchTheLoaderFormat(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, logs *logBuffer, s string) {
-	t.Helper()
-	for range 200 {
-		if strings.Contains(logs.String(), s) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Errorf("log lacks %q", s)
-}
-
 // The complete plugin in docs/plugin-protocol.md works as printed.
 func TestProtocolDocPlugin(t *testing.T) {
 	raw, err := os.ReadFile("../docs/plugin-protocol.md")
@@ -293,8 +267,8 @@ func TestProtocolDocPlugin(t *testing.T) {
 		t.Errorf("declined=%v reason=%q", g.Declined, g.DeclineReason)
 	}
 	noFailures(t, reg)
-	waitFor(t, logs, `"hook":"no_shell"`)
-	waitFor(t, logs, "declined a shell call")
+	logs.WaitFor(t, `"hook":"no_shell"`, 2*time.Second)
+	logs.WaitFor(t, "declined a shell call", 2*time.Second)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}

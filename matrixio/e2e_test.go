@@ -26,6 +26,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/hookroom/hookroom/internal/pgtest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
@@ -983,23 +984,7 @@ func TestLogsNoSecrets(t *testing.T) {
 	}
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testkit.Buffer
 
 func zerologTo(w *syncBuffer) zerolog.Logger {
 	return zerolog.New(w).Level(zerolog.TraceLevel)

@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,13 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/hookroom/hookroom/internal/restart"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/mcp"
 	"github.com/hookroom/hookroom/mcp/mcptest"
 )
@@ -43,23 +42,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// logBuffer collects log output safely.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer = testkit.Buffer
 
 func testContext(t testing.TB) (context.Context, *logBuffer) {
 	logs := &logBuffer{}
@@ -86,18 +69,6 @@ func startServer(t *testing.T, ctx context.Context, spec mcp.Spec) *mcp.Server {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// waitFor polls cond until it holds or the test's patience ends.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func toolNames(tools []mcp.Tool) []string {
@@ -187,7 +158,7 @@ func TestRestartAfterCrash(t *testing.T) {
 	if !errors.Is(err, mcp.ErrExited) || !strings.Contains(err.Error(), "crashing on request") {
 		t.Fatalf("crash call: %v, want ErrExited with the stderr tail", err)
 	}
-	waitFor(t, "the restart", func() bool { return s.PID() != 0 && s.PID() != pid })
+	testkit.Eventually(t, 20*time.Second, "the restart", func() bool { return s.PID() != 0 && s.PID() != pid })
 	if got, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"back"}`)); err != nil || got != "echo: back" {
 		t.Errorf("echo after the restart = %q, %v", got, err)
 	}
@@ -206,7 +177,7 @@ func TestStdioCrashLoopDisables(t *testing.T) {
 	if err := s.Start(ctx); err == nil || !strings.Contains(err.Error(), "told to exit at start") {
 		t.Fatalf("Start = %v, want the failure with the server's stderr", err)
 	}
-	waitFor(t, "the crash loop to disable the server", s.Disabled)
+	testkit.Eventually(t, 20*time.Second, "the crash loop to disable the server", s.Disabled)
 	if n := s.Starts(); n != 3 {
 		t.Errorf("started %d times, want 3 (crash_limit)", n)
 	}
@@ -226,7 +197,7 @@ func TestToolsListChanged(t *testing.T) {
 	if _, err := s.CallTool(ctx, "add_tool", json.RawMessage(`{"text":"late_tool"}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "late_tool to be listed", func() bool { return slices.Contains(toolNames(s.Tools()), "late_tool") })
+	testkit.Eventually(t, 20*time.Second, "late_tool to be listed", func() bool { return slices.Contains(toolNames(s.Tools()), "late_tool") })
 	if s.Version() == v {
 		t.Error("Version did not change with the tool list")
 	}

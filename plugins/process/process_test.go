@@ -152,7 +152,7 @@ func TestRoundTripEveryMode(t *testing.T) {
 		}
 		// The emitted event reached the plugin's own hook, which logged
 		// through host.log with the hook's logger.
-		lines := logs.lines("saw test:emitted from hook")
+		lines := logs.Lines("saw test:emitted from hook")
 		if len(lines) != 1 || !strings.Contains(lines[0], `"hook":"emitted"`) || !strings.Contains(lines[0], `"plugin":"fake-ok"`) {
 			t.Errorf("log lines = %q", lines)
 		}
@@ -342,7 +342,7 @@ func TestFaults(t *testing.T) {
 				t.Errorf("stats: %d errors + %d timeouts, want none", s.Errors, s.Timeouts)
 			}
 			for _, want := range tc.logs {
-				logs.waitFor(t, want, 3*time.Second)
+				logs.WaitFor(t, want, 3*time.Second)
 			}
 			if tc.disable {
 				if p.Healthy() {
@@ -369,7 +369,7 @@ func TestFaults(t *testing.T) {
 			if tc.mode == "flood" {
 				// 200 burst + 50/s: whatever the plugin writes, the log
 				// gets a bounded number of its lines.
-				if n := len(logs.lines("flood line")); n > 400 {
+				if n := len(logs.Lines("flood line")); n > 400 {
 					t.Errorf("%d stderr lines logged; the rate limit did not hold", n)
 				}
 			}
@@ -385,7 +385,7 @@ func TestHookErrorCarriesPluginMessage(t *testing.T) {
 	reg := hooktest.Registry(t, []hooks.Plugin{{Name: p.Name(), Hooks: hs[i : i+1]}})
 	c := hooktest.BeforeResponse("x")
 	emit(t, ctx, reg, hooks.MessageBeforeResponse, c)
-	lines := logs.lines("hook failed; its effects are dropped")
+	lines := logs.Lines("hook failed; its effects are dropped")
 	if len(lines) != 1 || !strings.Contains(lines[0], `process plugin \"fake-error\": hook footer failed: KeyError: 'dawarich_url' (code -32000)`) {
 		t.Errorf("log = %q", lines)
 	}
@@ -397,7 +397,7 @@ func TestDeadlineCancelsTheCallInThePlugin(t *testing.T) {
 	reg := registry(t, p, nil)
 	c := hooktest.BeforeResponse("x")
 	within(t, "Emit", 350*time.Millisecond, func() { emit(t, ctx, reg, hooks.MessageBeforeResponse, c) })
-	logs.waitFor(t, "hook cancelled by host: context canceled", 2*time.Second)
+	logs.WaitFor(t, "hook cancelled by host: context canceled", 2*time.Second)
 	if s := statsOf(reg, "footer"); s.Timeouts != 1 {
 		t.Errorf("timeouts = %d, want 1", s.Timeouts)
 	}
@@ -491,7 +491,7 @@ func TestCloseEscalatesToSIGKILL(t *testing.T) {
 	if d < 2*fastSupervision.StopTimeout {
 		t.Errorf("Close took %v: the plugin cannot have been asked politely first", d)
 	}
-	logs.waitFor(t, "did not exit after SIGTERM; killing it", time.Second)
+	logs.WaitFor(t, "did not exit after SIGTERM; killing it", time.Second)
 }
 
 func TestCloseStopsTheProcessGroup(t *testing.T) {

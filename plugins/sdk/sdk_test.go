@@ -1,7 +1,6 @@
 package sdk_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/hooks/hooktest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/plugins/process"
 	"github.com/hookroom/hookroom/plugins/process/protocol"
@@ -201,34 +200,7 @@ func callbacks(ctx context.Context, c *hooks.AfterResponseContext) error {
 	return nil
 }
 
-// logBuffer collects a test's server log.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) waitFor(t *testing.T, s string) {
-	t.Helper()
-	for range 300 {
-		if strings.Contains(l.String(), s) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Errorf("log does not contain %q", s)
-}
+type logBuffer = testkit.Buffer
 
 // harness is the test plugin loaded in one mode.
 type harness struct {
@@ -443,7 +415,7 @@ func TestSameCodeBothModes(t *testing.T) {
 				if want := []string{"reply was: 42", "emitted from hook"}; !slices.Equal(texts, want) {
 					t.Errorf("sent %q, want %q", texts, want)
 				}
-				h.logs.waitFor(t, "callbacks done")
+				h.logs.WaitFor(t, "callbacks done", 3*time.Second)
 			})
 			t.Run("tools", func(t *testing.T) {
 				out, err := h.callTool("add", `{"a":2,"b":40}`)
@@ -474,7 +446,7 @@ func TestSameCodeBothModes(t *testing.T) {
 				if s := stats(h, "fails"); s.Errors != 1 {
 					t.Errorf("stats = %+v", s)
 				}
-				h.logs.waitFor(t, "calendar API is down")
+				h.logs.WaitFor(t, "calendar API is down", 3*time.Second)
 			})
 			t.Run("panicking hook", func(t *testing.T) {
 				c := &hooks.ReactionReceivedContext{RoomID: hooktest.Room, Key: "👍", Agent: hooktest.Agent}
@@ -483,7 +455,7 @@ func TestSameCodeBothModes(t *testing.T) {
 				if s.Errors+s.Panics != 1 {
 					t.Errorf("stats = %+v", s)
 				}
-				h.logs.waitFor(t, "reaction handler exploded")
+				h.logs.WaitFor(t, "reaction handler exploded", 3*time.Second)
 			})
 			t.Run("deadline", func(t *testing.T) {
 				start := time.Now()
@@ -521,7 +493,7 @@ func TestServeRedirectsStdout(t *testing.T) {
 	h := newHarness(t, "process")
 	c := hooktest.MessageReceived("spam")
 	emit(t, h, hooks.MessageReceived, c)
-	h.logs.waitFor(t, "stray output from plugin code: spam")
+	h.logs.WaitFor(t, "stray output from plugin code: spam", 3*time.Second)
 	if strings.Contains(h.logs.String(), "skipping a line") || !c.Suppress {
 		t.Error("the plugin wrote garbage into the protocol stream")
 	}

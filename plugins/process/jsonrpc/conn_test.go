@@ -1,7 +1,6 @@
 package jsonrpc_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,26 +14,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
 )
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testkit.Buffer
 
 // pair connects two Conns through in-memory pipes.
 func pair(t *testing.T, ha, hb jsonrpc.Handler, opts jsonrpc.Options) (a, b *jsonrpc.Conn) {

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/hooks/hooktest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/plugins/process"
 )
 
@@ -59,33 +59,7 @@ func TestPythonUnitTests(t *testing.T) {
 	}
 }
 
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) waitFor(t *testing.T, s string) {
-	t.Helper()
-	for range 300 {
-		if strings.Contains(l.String(), s) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Errorf("log does not contain %q", s)
-}
+type logBuffer = testkit.Buffer
 
 var testSettings = map[string]any{"footer": "\n-- sent by hookroom", "home": "Berlin"}
 
@@ -185,7 +159,7 @@ func TestRoundTripEveryMode(t *testing.T) {
 			t.Error("not suppressed")
 		}
 		// print() in plugin code lands in the log, not in the protocol.
-		h.logs.waitFor(t, "stray output from plugin code: cheap spam")
+		h.logs.WaitFor(t, "stray output from plugin code: cheap spam", 3*time.Second)
 	})
 	t.Run("collectors", func(t *testing.T) {
 		c := hooktest.MessageEnrich("hi")
@@ -257,8 +231,8 @@ func TestRoundTripEveryMode(t *testing.T) {
 		if want := []string{"reply was: 42", "emitted from hook"}; !slices.Equal(texts, want) {
 			t.Errorf("sent %q, want %q", texts, want)
 		}
-		h.logs.waitFor(t, `"hook":"callbacks","event":"message:after_response"`)
-		h.logs.waitFor(t, "callbacks done")
+		h.logs.WaitFor(t, `"hook":"callbacks","event":"message:after_response"`, 3*time.Second)
+		h.logs.WaitFor(t, "callbacks done", 3*time.Second)
 	})
 	t.Run("tools", func(t *testing.T) {
 		out, err := h.p.CallTool(h.ctx, "add", process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{"a":2,"b":40}`)}})
@@ -286,8 +260,8 @@ func TestRoundTripEveryMode(t *testing.T) {
 		if s := stats(h, "fails"); s.Errors != 1 {
 			t.Errorf("stats = %+v", s)
 		}
-		h.logs.waitFor(t, `hook fails failed: RuntimeError: calendar API is down`)
-		h.logs.waitFor(t, "Traceback (most recent call last)")
+		h.logs.WaitFor(t, `hook fails failed: RuntimeError: calendar API is down`, 3*time.Second)
+		h.logs.WaitFor(t, "Traceback (most recent call last)", 3*time.Second)
 	})
 	t.Run("deadline", func(t *testing.T) {
 		start := time.Now()
@@ -328,7 +302,7 @@ func TestPythonFaults(t *testing.T) {
 				t.Errorf("stats = %+v", s)
 			}
 			for _, l := range tc.logs {
-				h.logs.waitFor(t, l)
+				h.logs.WaitFor(t, l, 3*time.Second)
 			}
 		})
 	}
