@@ -26,6 +26,10 @@ func TestHookDispatchedMessage(t *testing.T) {
 		mu.Lock()
 		relayRuns++
 		mu.Unlock()
+		if c.Envelope.Body == "barrier" {
+			c.Suppress = true // the test's barrier: no turn
+			return nil
+		}
 		if !strings.HasPrefix(c.Envelope.Body, "relay:") {
 			return nil
 		}
@@ -52,14 +56,17 @@ func TestHookDispatchedMessage(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Barrier: a later message of the room (suppressed by the relay hook)
+	// is handled after everything before it; by then a second turn for
+	// the relayed message (or a second relay) would have started.
+	barrier(t, e.rec, e.person, e.room)
 	mu.Lock()
 	defer mu.Unlock()
 	if e.llm.Count() != 1 {
 		t.Errorf("%d model calls, want exactly 1 (the relayed message)", e.llm.Count())
 	}
-	if relayRuns != 1 {
-		t.Errorf("the relay hook ran %d times, want once (skipped on its own message's re-entry)", relayRuns)
+	if relayRuns != 2 {
+		t.Errorf("the relay hook ran %d times, want twice: the person's message and the barrier (skipped on its own message's re-entry)", relayRuns)
 	}
 	if len(seen) != 1 {
 		t.Fatalf("enrich saw %d turns", len(seen))

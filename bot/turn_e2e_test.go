@@ -535,8 +535,11 @@ func TestSIGKILLMidStream(t *testing.T) {
 	if e.results[0].EventID != first {
 		t.Errorf("answer delivered as %s, want the first run's placeholder %s edited", e.results[0].EventID, first)
 	}
-	// Exactly one agent message in the thread (edits aside).
-	time.Sleep(500 * time.Millisecond)
+	// Exactly one agent message in the thread (edits aside). A barrier:
+	// once the restarted hookroom saw a later message of the room,
+	// everything the replay sent before it is in the room.
+	e.llm.Script(llmtest.Text("barrier answer")) // the barrier is a message like any other
+	barrier(t, e.rec, e.person, e.room)
 	rels, err := e.person.Client.GetRelations(context.Background(), e.room, q, &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionForward, Limit: 100})
 	if err != nil {
 		t.Fatal(err)

@@ -828,7 +828,24 @@ func TestTxnIdempotency(t *testing.T) {
 		n := countOnce()
 		return n >= 2, fmt.Sprintf("room holds %d 'once' messages, want 2", n)
 	})
-	time.Sleep(500 * time.Millisecond)
+	// Barrier: a later message; once /messages shows it, it shows every
+	// send before it.
+	bar, err := bot.SendText(ctx, roomID, "barrier", matrixio.SendOptions{TxnKey: matrixio.TxnKey("$barrier", "barrier")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() (bool, string) {
+		resp, err := bot.Client().Messages(ctx, roomID, "", "", mautrix.DirectionBackward, nil, 50)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, evt := range resp.Chunk {
+			if evt.ID == bar {
+				return true, ""
+			}
+		}
+		return false, "the barrier message is not in /messages yet"
+	})
 	if n := countOnce(); n != 2 {
 		t.Errorf("room holds %d 'once' messages, want 2", n)
 	}
