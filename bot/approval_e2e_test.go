@@ -285,7 +285,9 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	react(t, e.person, e.room, card.ID, "✅")
 	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c1", "room_info", `{}`)), llmtest.Text("Looked after the restart."))
 	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
-	if got := e.waitTerminal(1); got[0] != "after:Looked after the restart." {
+	// The stop ended the waiting turn (cancelled: shutdown); the restart
+	// answered the message.
+	if got := e.waitTerminal(2); got[0] != "cancelled:shutdown" || got[1] != "after:Looked after the restart." {
 		t.Fatalf("terminal %v", got)
 	}
 	calls, resolved := l.snapshot()
@@ -308,7 +310,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	e.bot.stop(t)
 	e.llm.Script(llmtest.Text("Never mind, I know it."))
 	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
-	if got := e.waitTerminal(2); got[1] != "after:Never mind, I know it." {
+	if got := e.waitTerminal(4); got[2] != "cancelled:shutdown" || got[3] != "after:Never mind, I know it." {
 		t.Fatalf("terminal %v", got)
 	}
 	e.waitCardText(card2.ID, "Cancelled")
@@ -325,7 +327,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
 	e.waitUntil("the replayed turn to ask the model again", func() bool { return e.llm.Count() > before })
 	react(t, e.person, e.room, card3.ID, "✅")
-	if got := e.waitTerminal(3); got[2] != "after:Looked again." {
+	if got := e.waitTerminal(6); got[4] != "cancelled:shutdown" || got[5] != "after:Looked again." {
 		t.Fatalf("terminal %v", got)
 	}
 	if n := e.cardsIn(q3); n != 1 {
