@@ -95,7 +95,7 @@ func (b *Bot) approvalRules() []approval.Rule {
 
 // needsApproval is the turn's agents.RunRequest.NeedsApproval.
 func (t *turn) needsApproval(call hooks.ToolCall) (bool, string) {
-	w := t.b.w()
+	w := t.w // the world the turn runs in
 	if len(w.cfg.ToolApproval.Rules) == 0 {
 		return false, ""
 	}

@@ -48,18 +48,20 @@ Commands:
 func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelope, cmd command) {
 	var reply string
 	thread := env.ThreadID
+	w := b.w() // one world for the whole command
+	admin := slices.Contains(w.cfg.Authorization.GlobalUsers, ev.Sender)
 	switch cmd.name {
 	case "help":
 		reply = helpText
 	case "agents":
 		var s strings.Builder
-		for _, name := range b.agentsIn(ev.RoomID) {
-			a := b.w().cfg.Agents[string(name)]
-			fmt.Fprintf(&s, "- **%s** (%s): %s\n", cmpOr(a.DisplayName, string(name)), b.w().agents[name].UserID(), cmpOr(a.Role, "no role set"))
+		for _, name := range b.agentsOf(w, ev.RoomID) {
+			a := w.cfg.Agents[string(name)]
+			fmt.Fprintf(&s, "- **%s** (%s): %s\n", cmpOr(a.DisplayName, string(name)), w.agents[name].UserID(), cmpOr(a.Role, "no role set"))
 		}
 		reply = cmpOr(s.String(), "No agents in this room.")
 	case "reload-plugins":
-		if !slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender) {
+		if !admin {
 			reply = "Only hookroom's administrators (authorization.global_users) may reload plugins."
 			break
 		}
@@ -80,10 +82,9 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 	case "unschedule":
 		reply = b.unscheduleCommand(ctx, ev.RoomID, env.RequesterID, cmd.args)
 	case "usage":
-		admin := slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender)
 		reply = b.usageCommand(ctx, ev.RoomID, env.RequesterID, cmd.args, admin)
 	case "hooks":
-		if !slices.Contains(b.w().cfg.Authorization.GlobalUsers, ev.Sender) {
+		if !admin {
 			reply = "Only hookroom's administrators (authorization.global_users) may list the hooks."
 			break
 		}
