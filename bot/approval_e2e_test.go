@@ -66,8 +66,8 @@ func newApprovalEnv(t *testing.T, timeout, authYAML string, extra ...hooks.Hook)
 // n-th one, counting from 1), as the person's client sees it.
 func (e *turnEnv) waitForCard(q id.EventID, n int) *event.Event {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var card *event.Event
+	testkit.Eventually(e.t, 30*time.Second, fmt.Sprintf("approval card %d is in the thread of %s", n, q), func() bool {
 		var cards []*event.Event
 		rels, err := e.person.Client.GetRelations(context.Background(), e.room, q, &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionForward, Limit: 100})
 		if err == nil {
@@ -79,12 +79,11 @@ func (e *turnEnv) waitForCard(q id.EventID, n int) *event.Event {
 			}
 		}
 		if len(cards) >= n {
-			return cards[n-1]
+			card = cards[n-1]
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	e.t.Fatalf("no approval card %d in the thread of %s", n, q)
-	return nil
+		return card != nil
+	})
+	return card
 }
 
 // cardsIn counts the approval cards in the thread of q.

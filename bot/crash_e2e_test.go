@@ -290,13 +290,9 @@ func (c *crashEnv) barrier(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for !slices.ContainsFunc(roomEventsSince(t, c.person, r, c.since[i]), func(ev *event.Event) bool { return ev.ID == bar.EventID }) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the barrier in %s never showed", r)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		testkit.Eventually(t, 30*time.Second, "the barrier shows in "+string(r), func() bool {
+			return slices.ContainsFunc(roomEventsSince(t, c.person, r, c.since[i]), func(ev *event.Event) bool { return ev.ID == bar.EventID })
+		})
 	}
 }
 

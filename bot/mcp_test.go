@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/mcp"
 	"github.com/hookroom/hookroom/mcp/mcptest"
 )
@@ -104,13 +105,9 @@ func TestMCPToolListChangedReachesAgents(t *testing.T) {
 		func(_ context.Context, _ *sdk.CallToolRequest, a mcptest.EchoArgs) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.ToUpper(a.Text)}}}, nil, nil
 		})
-	deadline := time.Now().Add(30 * time.Second)
-	for !slices.Equal(b.toolsFor("a").Names(), []string{"echo", "shout"}) {
-		if time.Now().After(deadline) {
-			t.Fatalf("tools %v, want echo and shout after tools/list_changed", b.toolsFor("a").Names())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 30*time.Second, "the agent's tools are echo and shout after tools/list_changed", func() bool {
+		return slices.Equal(b.toolsFor("a").Names(), []string{"echo", "shout"})
+	})
 	tool, _ := b.toolsFor("a").Get("shout")
 	if got, err := tool.Call(context.Background(), json.RawMessage(`{"text":"hi"}`)); err != nil || got != "HI" {
 		t.Errorf("shout = %q, %v", got, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/hookroom/hookroom/admin"
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/metrics/metricstest"
 )
 
@@ -311,18 +312,9 @@ agents:
 	t.Cleanup(func() { hold.release(); r.stop(t) })
 
 	// The listener answers while the accounts log in.
-	var base string
 	deadline := time.Now().Add(60 * time.Second)
-	for base == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the HTTP listener did not start")
-		}
-		if a := b.HTTPAddr(); a != "" {
-			base = "http://" + a
-		} else {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	testkit.Eventually(t, 60*time.Second, "the HTTP listener started", func() bool { return b.HTTPAddr() != "" })
+	base := "http://" + b.HTTPAddr()
 	readyz := func() (int, []string) {
 		code, body, _ := call(t, "GET", base+"/readyz", "")
 		var v struct {
@@ -360,16 +352,10 @@ agents:
 	}
 	hold.release()
 	rec.waitFor(t, "ready:", 2, 60*time.Second)
-	for {
-		code, reasons := readyz()
-		if code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz = %d %v after the accounts caught up", code, reasons)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, time.Until(deadline), "/readyz answers 200 after the accounts caught up", func() bool {
+		code, _ := readyz()
+		return code == 200
+	})
 }
 
 // A listen address that cannot be bound stops the start-up at once with an

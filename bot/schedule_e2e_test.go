@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/schedule"
 	"github.com/hookroom/hookroom/tracking"
 )
@@ -86,25 +87,26 @@ type routerMsg struct {
 // the thread of thread (or anywhere for "").
 func (e *turnEnv) waitRouterText(text string, thread id.EventID) routerMsg {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var found routerMsg
+	testkit.Eventually(e.t, 30*time.Second, fmt.Sprintf("a router message containing %q is in thread %q", text, thread), func() bool {
 		msgs, err := e.person.Client.Messages(context.Background(), e.room, "", "", mautrix.DirectionBackward, nil, 100)
-		if err == nil {
-			for _, ev := range msgs.Chunk {
-				_ = ev.Content.ParseRaw(ev.Type)
-				m := ev.Content.AsMessage()
-				if ev.Sender != e.userID("router") || m == nil || !strings.Contains(m.Body, text) {
-					continue
-				}
-				if thread == "" || (m.RelatesTo != nil && m.RelatesTo.GetThreadParent() == thread) {
-					return routerMsg{ID: ev.ID, Body: m.Body, MsgType: m.MsgType}
-				}
+		if err != nil {
+			return false
+		}
+		for _, ev := range msgs.Chunk {
+			_ = ev.Content.ParseRaw(ev.Type)
+			m := ev.Content.AsMessage()
+			if ev.Sender != e.userID("router") || m == nil || !strings.Contains(m.Body, text) {
+				continue
+			}
+			if thread == "" || (m.RelatesTo != nil && m.RelatesTo.GetThreadParent() == thread) {
+				found = routerMsg{ID: ev.ID, Body: m.Body, MsgType: m.MsgType}
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	e.t.Fatalf("no router message containing %q in thread %q", text, thread)
-	return routerMsg{}
+		return false
+	})
+	return found
 }
 
 // scheduledMessages returns the messages the router posted for schedules,

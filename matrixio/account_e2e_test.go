@@ -12,6 +12,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
@@ -161,15 +162,9 @@ func TestPresence(t *testing.T) {
 	for _, want := range []event.Presence{event.PresenceOnline, event.PresenceOffline} {
 		acct.SetPresence(ctx, want)
 		// Dendrite applies a presence update a moment after answering it.
-		var got *mautrix.RespPresence
-		var err error
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if got, err = observer.Client.GetPresence(ctx, acct.UserID()); err == nil && got.Presence == want {
-				break
-			}
-		}
-		if err != nil || got.Presence != want {
-			t.Errorf("presence = %+v, %v; want %s", got, err, want)
-		}
+		testkit.Eventually(t, 10*time.Second, "presence is "+string(want), func() bool {
+			got, err := observer.Client.GetPresence(ctx, acct.UserID())
+			return err == nil && got.Presence == want
+		})
 	}
 }

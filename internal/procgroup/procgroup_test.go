@@ -4,6 +4,8 @@ package procgroup
 
 import (
 	"errors"
+	"fmt"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -33,13 +35,9 @@ func TestSignalStopsTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(grandchild, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("grandchild %d still runs after its group was killed", grandchild)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, fmt.Sprintf("grandchild %d is gone with its group", grandchild), func() bool {
+		return syscall.Kill(grandchild, 0) != nil
+	})
 }
 
 func TestSignalRefusesNonChildPids(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
@@ -131,15 +132,10 @@ func TestRestartKeepsData(t *testing.T) {
 	// Dendrite stores a sent event asynchronously (its send answers before
 	// the room server committed it) and may drop what it had not committed
 	// when it stops: restart once the event is readable.
-	for i := 0; ; i++ {
-		if _, err = alice.Client.GetEvent(t.Context(), room, sent.EventID); err == nil {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("get event before restart: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, "the sent event is readable before the restart", func() bool {
+		_, err := alice.Client.GetEvent(t.Context(), room, sent.EventID)
+		return err == nil
+	})
 
 	srv.Restart(t)
 
