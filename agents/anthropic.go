@@ -477,26 +477,13 @@ func (m *anthropicModel) classify(sctx, parent context.Context, err error) *Mode
 }
 
 func (m *anthropicModel) classifyRaw(sctx, parent context.Context, err error) *ModelError {
-	me := &ModelError{Model: m.spec.Model, Err: err}
-	if sctx.Err() != nil {
-		cause := context.Cause(sctx)
-		switch {
-		case errors.Is(cause, errIdleTimeout):
-			me.Kind, me.Retryable, me.Err = ErrorTimeout, true, errIdleTimeout
-			me.Message = fmt.Sprintf("the model server sent nothing for %s", m.spec.RequestTimeout)
-		case errors.Is(parent.Err(), context.DeadlineExceeded):
-			me.Kind, me.Retryable, me.Err = ErrorTimeout, true, context.DeadlineExceeded
-			me.Message = "the reply did not finish before the deadline"
-		default:
-			me.Kind, me.Err = ErrorCancelled, context.Canceled
-			me.Message = "the request was cancelled"
-		}
+	if me := stoppedError(m.spec, sctx, parent); me != nil {
 		return me
 	}
+	me := &ModelError{Model: m.spec.Model, Err: err}
 	var (
 		apiErr *anthropic.Error
 		synErr *json.SyntaxError
-		netErr net.Error
 		urlErr *url.Error
 	)
 	switch {
@@ -530,18 +517,10 @@ func (m *anthropicModel) classifyRaw(sctx, parent context.Context, err error) *M
 	case errors.As(err, &synErr):
 		me.Kind = ErrorProtocol
 		me.Message = "the server sent invalid JSON in the stream: " + err.Error()
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		me.Kind, me.Retryable = ErrorNetwork, true
-		me.Message = "the connection closed in the middle of the reply"
-	case errors.As(err, &urlErr):
-		// Not urlErr.Error(): it quotes the whole request URL, whose path
-		// or query may carry a credential (a gateway token in the base
-		// URL); the server's origin says which server it was.
-		me.Kind, me.Retryable, me.Err = ErrorNetwork, true, urlErr.Err
-		me.Message = fmt.Sprintf("could not talk to the model server at %s: %v", urlOrigin(urlErr.URL), urlErr.Err)
-	case errors.As(err, &netErr):
-		me.Kind, me.Retryable = ErrorNetwork, true
-		me.Message = "could not talk to the model server: " + err.Error()
+	case transportError(me, err):
+		if errors.As(err, &urlErr) {
+			me.Err = urlErr.Err // the cause without the request URL (classify keeps it)
+		}
 	default:
 		me.Kind = ErrorProtocol
 		me.Message = "failed to read the reply: " + clip(err.Error())

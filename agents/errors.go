@@ -1,8 +1,12 @@
 package agents
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"strings"
 )
 
@@ -81,4 +85,54 @@ func retryableStatus(code int) bool {
 		return code != 501 && code != 505
 	}
 	return false
+}
+
+// stoppedError classifies a model request whose own context sctx ended:
+// the server stayed silent longer than spec.RequestTimeout (the watchdog),
+// the caller's deadline (parent) passed, or the caller cancelled. It
+// returns nil while sctx is live: the error is the provider's to classify.
+func stoppedError(spec ModelSpec, sctx, parent context.Context) *ModelError {
+	if sctx.Err() == nil {
+		return nil
+	}
+	me := &ModelError{Model: spec.Model}
+	switch {
+	case errors.Is(context.Cause(sctx), errIdleTimeout):
+		me.Kind, me.Retryable, me.Err = ErrorTimeout, true, errIdleTimeout
+		me.Message = fmt.Sprintf("the model server sent nothing for %s", spec.RequestTimeout)
+	case errors.Is(parent.Err(), context.DeadlineExceeded):
+		me.Kind, me.Retryable, me.Err = ErrorTimeout, true, context.DeadlineExceeded
+		me.Message = "the reply did not finish before the deadline"
+	default:
+		me.Kind, me.Err = ErrorCancelled, context.Canceled
+		me.Message = "the request was cancelled"
+	}
+	return me
+}
+
+// transportError fills me for a failure of the connection itself, the same
+// for every provider: a reply cut off, a server that cannot be reached. It
+// reports false, leaving me alone, for any other error.
+func transportError(me *ModelError, err error) bool {
+	var (
+		netErr net.Error
+		urlErr *url.Error
+	)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		me.Kind, me.Retryable = ErrorNetwork, true
+		me.Message = "the connection closed in the middle of the reply"
+	case errors.As(err, &urlErr):
+		// Not urlErr.Error(): it quotes the whole request URL, whose path
+		// or query may carry a credential (a gateway token in the base
+		// URL); the server's origin says which server it was.
+		me.Kind, me.Retryable = ErrorNetwork, true
+		me.Message = fmt.Sprintf("could not talk to the model server at %s: %v", urlOrigin(urlErr.URL), urlErr.Err)
+	case errors.As(err, &netErr):
+		me.Kind, me.Retryable = ErrorNetwork, true
+		me.Message = "could not talk to the model server: " + err.Error()
+	default:
+		return false
+	}
+	return true
 }

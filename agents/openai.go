@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -333,29 +332,15 @@ func (m *openaiModel) classify(sctx, parent context.Context, err error) *ModelEr
 
 // classifyRaw is classify before the message is scrubbed of credentials.
 func (m *openaiModel) classifyRaw(sctx, parent context.Context, err error) *ModelError {
-	me := &ModelError{Model: m.spec.Model, Err: err}
-	if sctx.Err() != nil {
-		cause := context.Cause(sctx)
-		switch {
-		case errors.Is(cause, errIdleTimeout):
-			me.Kind, me.Retryable, me.Err = ErrorTimeout, true, errIdleTimeout
-			me.Message = fmt.Sprintf("the model server sent nothing for %s", m.spec.RequestTimeout)
-		case errors.Is(parent.Err(), context.DeadlineExceeded):
-			me.Kind, me.Retryable, me.Err = ErrorTimeout, true, context.DeadlineExceeded
-			me.Message = "the reply did not finish before the deadline"
-		default:
-			me.Kind, me.Err = ErrorCancelled, context.Canceled
-			me.Message = "the request was cancelled"
-		}
+	if me := stoppedError(m.spec, sctx, parent); me != nil {
 		return me
 	}
+	me := &ModelError{Model: m.spec.Model, Err: err}
 	var (
 		apiErr  *openai.APIError
 		reqErr  *openai.RequestError
 		synErr  *json.SyntaxError
 		typeErr *json.UnmarshalTypeError
-		netErr  net.Error
-		urlErr  *url.Error
 	)
 	switch {
 	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode > 0:
@@ -377,18 +362,7 @@ func (m *openaiModel) classifyRaw(sctx, parent context.Context, err error) *Mode
 	case errors.Is(err, openai.ErrTooManyEmptyStreamMessages):
 		me.Kind = ErrorProtocol
 		me.Message = "the server's reply is not a chat completion stream (too many lines without data)"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		me.Kind, me.Retryable = ErrorNetwork, true
-		me.Message = "the connection closed in the middle of the reply"
-	case errors.As(err, &urlErr):
-		// Not urlErr.Error(): it quotes the whole request URL, whose path
-		// or query may carry a credential (a gateway token in the base
-		// URL); the server's origin says which server it was.
-		me.Kind, me.Retryable = ErrorNetwork, true
-		me.Message = fmt.Sprintf("could not talk to the model server at %s: %v", urlOrigin(urlErr.URL), urlErr.Err)
-	case errors.As(err, &netErr):
-		me.Kind, me.Retryable = ErrorNetwork, true
-		me.Message = "could not talk to the model server: " + err.Error()
+	case transportError(me, err):
 	default:
 		me.Kind = ErrorProtocol
 		me.Message = "failed to send the request: " + err.Error()
