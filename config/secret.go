@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"reflect"
 )
 
 // redacted is what a Secret prints instead of its value.
@@ -66,3 +68,46 @@ func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.mask()) }
 
 // LogValue masks the secret in slog output.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.mask()) }
+
+// SecretValues returns the value of every Secret in c, and the password of
+// those that are URLs with one (a database URI): what must never reach a
+// log line or a plugin's output. Empty secrets are left out.
+func (c *Config) SecretValues() []string {
+	var out []string
+	secretType := reflect.TypeFor[Secret]()
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i))
+				}
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				walk(it.Value())
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.String:
+			if v.Type() != secretType || v.Len() == 0 {
+				return
+			}
+			out = append(out, v.String())
+			if u, err := url.Parse(v.String()); err == nil && u.User != nil {
+				if pw, ok := u.User.Password(); ok && pw != "" {
+					out = append(out, pw)
+				}
+			}
+		}
+	}
+	walk(reflect.ValueOf(c))
+	return out
+}

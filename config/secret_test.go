@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,5 +114,22 @@ plugins:
 	}
 	if !strings.Contains(string(j), `"sync_timeline_limit":1000`) {
 		t.Errorf("json does not use the YAML key names: %s", j)
+	}
+}
+
+func TestSecretValues(t *testing.T) {
+	c := &config.Config{
+		Models:   map[string]config.Model{"m": {APIKey: "sk-model"}},
+		Database: config.Database{URI: "postgres://hookroom:db-pw@localhost/hookroom"},
+		HTTP:     config.HTTP{AdminToken: "admin-token-0123456789"},
+	}
+	got := c.SecretValues()
+	for _, want := range []string{"sk-model", "postgres://hookroom:db-pw@localhost/hookroom", "db-pw", "admin-token-0123456789"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("SecretValues() = %q, lacks %q", got, want)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("SecretValues() = %q, want exactly the 4 secrets", got)
 	}
 }

@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -218,7 +216,7 @@ func environ(cfg *config.Config, name string, sc config.MCPServer, lookup func(s
 	env := []string{"PATH=" + pathVar, "HOME=" + cfg.MCPStateDir(name), "LANG=" + lang}
 	var warnings []string
 	var errs config.ErrorList
-	secrets := serverSecrets(cfg)
+	secrets := cfg.SecretValues()
 	for i, v := range sc.Env {
 		p := fmt.Sprintf("%s.env[%d]", config.MCPServerPath(name), i)
 		val, ok := lookup(v)
@@ -233,50 +231,6 @@ func environ(cfg *config.Config, name string, sc config.MCPServer, lookup func(s
 		env = append(env, v+"="+val)
 	}
 	return env, warnings, errs
-}
-
-// serverSecrets collects the values of every config.Secret in cfg, and
-// the password of those that are URLs with
-// one (a database URI).
-func serverSecrets(cfg *config.Config) []string {
-	var out []string
-	secretType := reflect.TypeFor[config.Secret]()
-	var walk func(v reflect.Value)
-	walk = func(v reflect.Value) {
-		switch v.Kind() {
-		case reflect.Pointer, reflect.Interface:
-			if !v.IsNil() {
-				walk(v.Elem())
-			}
-		case reflect.Struct:
-			for i := range v.NumField() {
-				f := v.Type().Field(i)
-				if f.IsExported() {
-					walk(v.Field(i))
-				}
-			}
-		case reflect.Map:
-			for it := v.MapRange(); it.Next(); {
-				walk(it.Value())
-			}
-		case reflect.Slice, reflect.Array:
-			for i := range v.Len() {
-				walk(v.Index(i))
-			}
-		case reflect.String:
-			if v.Type() != secretType || v.Len() == 0 {
-				return
-			}
-			out = append(out, v.String())
-			if u, err := url.Parse(v.String()); err == nil && u.User != nil {
-				if pw, ok := u.User.Password(); ok && pw != "" {
-					out = append(out, pw)
-				}
-			}
-		}
-	}
-	walk(reflect.ValueOf(cfg).Elem())
-	return out
 }
 
 // fingerprint identifies what a server runs with; a change restarts it.

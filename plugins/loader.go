@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,7 +361,7 @@ func (l *Loader) environ(cfg *config.Config, p *loaded) ([]string, config.ErrorL
 	}
 	var errs config.ErrorList
 	path := p.path()
-	secrets := serverSecrets(cfg)
+	secrets := cfg.SecretValues()
 	for _, name := range p.manifest.Env {
 		if !slices.Contains(allowed, name) {
 			p.warnings = append(p.warnings, cfg.Errorf(path, "plugin %q asks for environment variable %s, which config.yaml does not allow it; the plugin does not get it", p.name, name).Error())
@@ -387,55 +386,13 @@ func (l *Loader) environ(cfg *config.Config, p *loaded) ([]string, config.ErrorL
 	return env, errs
 }
 
-// serverSecrets collects the values of every config.Secret in cfg, and
-// the password of those that are URLs with one (a database URI).
-func serverSecrets(cfg *config.Config) []string {
-	var out []string
-	secretType := reflect.TypeFor[config.Secret]()
-	var walk func(v reflect.Value)
-	walk = func(v reflect.Value) {
-		switch v.Kind() {
-		case reflect.Pointer, reflect.Interface:
-			if !v.IsNil() {
-				walk(v.Elem())
-			}
-		case reflect.Struct:
-			for i := range v.NumField() {
-				if v.Type().Field(i).IsExported() {
-					walk(v.Field(i))
-				}
-			}
-		case reflect.Map:
-			for it := v.MapRange(); it.Next(); {
-				walk(it.Value())
-			}
-		case reflect.Slice, reflect.Array:
-			for i := range v.Len() {
-				walk(v.Index(i))
-			}
-		case reflect.String:
-			if v.Type() != secretType || v.Len() == 0 {
-				return
-			}
-			out = append(out, v.String())
-			if u, err := url.Parse(v.String()); err == nil && u.User != nil {
-				if pw, ok := u.User.Password(); ok && pw != "" {
-					out = append(out, pw)
-				}
-			}
-		}
-	}
-	walk(reflect.ValueOf(cfg))
-	return out
-}
-
 // pluginSecrets are the values the process plugin of entry i must not
 // carry into hookroom's log: the server's own secrets, the values of the
 // environment variables it gets beyond the base ones, and its settings
 // values that are secret (those config.Redacted masks: under a key that
 // looks secret, or from ${VAR}).
 func pluginSecrets(cfg *config.Config, i int, env []string) []string {
-	out := serverSecrets(cfg)
+	out := cfg.SecretValues()
 	if cfg.Database.Type != config.DatabasePostgres {
 		// An SQLite file name is no secret, and plugins may name paths.
 		out = slices.DeleteFunc(out, func(s string) bool { return s == cfg.Database.URI.Reveal() })
