@@ -272,6 +272,17 @@ func TestRecurringScheduleAcrossRestart(t *testing.T) {
 	e.waitTerminal(1)
 	e.restart(func() { time.Sleep(4 * time.Second) }) // down across a due time
 	e.waitTerminal(3)
+	// Stop the schedule, then wait until no firing is in flight, so the
+	// stop below cannot catch one between its claim and its delivery (a
+	// slow machine can be at the next due time already).
+	s, _ := e.openStore()
+	if _, err := s.Cancel(t.Context(), taskID); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "every claimed firing is delivered", func() bool {
+		pending, err := s.Undelivered(t.Context())
+		return err == nil && len(pending) == 0
+	})
 	e.bot.stop(t)
 
 	fired := sh.firedIDs()
@@ -290,7 +301,6 @@ func TestRecurringScheduleAcrossRestart(t *testing.T) {
 			t.Errorf("scheduled message outside the thread: %+v", rel)
 		}
 	}
-	s, _ := e.openStore()
 	if f, missed, err := s.Firings(t.Context(), taskID); err != nil || f != len(fired) || missed != 0 {
 		t.Errorf("stored firings: %d fired %d missed (%v), want %d 0", f, missed, err, len(fired))
 	}
