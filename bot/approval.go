@@ -227,6 +227,15 @@ func (t *turn) wait(ctx context.Context, a approval.Approval) (approval.Approval
 	}
 	if a.CardEventID == "" {
 		card, err := b.postCard(ctx, a)
+		if err != nil && ctx.Err() != nil {
+			// The turn ended while the card was on its way: a stop cancels
+			// the approval; a shutdown leaves it pending for the replay,
+			// as below.
+			if t.parent.Err() == nil {
+				b.resolveApproval(context.WithoutCancel(ctx), a, approval.Cancelled, "", "the turn ended")
+			}
+			return a, context.Cause(ctx)
+		}
 		if err != nil {
 			t.log.Error().Err(err).Msg("failed to post the approval card; denying the call")
 			decided, _ := b.resolveApproval(context.WithoutCancel(ctx), a, approval.Denied, "", "the approval card could not be posted")

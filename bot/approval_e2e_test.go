@@ -86,6 +86,16 @@ func (e *turnEnv) waitForCard(q id.EventID, n int) *event.Event {
 	return card
 }
 
+// waitCardRecorded waits until hookroom recorded card as its approval's
+// card: the card can show in the room a moment before.
+func (e *turnEnv) waitCardRecorded(card id.EventID) {
+	e.t.Helper()
+	testkit.Eventually(e.t, 30*time.Second, "the approval card is recorded", func() bool {
+		a, err := e.bot.bot.approvals.ByCard(context.Background(), card)
+		return err == nil && a.CardEventID == card
+	})
+}
+
 // cardsIn counts the approval cards in the thread of q.
 func (e *turnEnv) cardsIn(q id.EventID) int {
 	e.t.Helper()
@@ -279,6 +289,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c1", "room_info", `{}`)))
 	q := e.say("which room is this?", "")
 	card := e.waitForCard(q, 1)
+	e.waitCardRecorded(card.ID)
 	e.bot.stop(t)
 
 	react(t, e.person, e.room, card.ID, "✅")
@@ -306,6 +317,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c2", "room_info", `{}`)))
 	q2 := e.say("and now?", "")
 	card2 := e.waitForCard(q2, 1)
+	e.waitCardRecorded(card2.ID)
 	e.bot.stop(t)
 	e.llm.Script(llmtest.Text("Never mind, I know it."))
 	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
@@ -320,6 +332,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c3", "room_info", `{}`)))
 	q3 := e.say("once more?", "")
 	card3 := e.waitForCard(q3, 1)
+	e.waitCardRecorded(card3.ID)
 	e.bot.stop(t)
 	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c3", "room_info", `{}`)), llmtest.Text("Looked again."))
 	before := e.llm.Count()
