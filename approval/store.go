@@ -15,14 +15,14 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/database"
 )
 
+// upgradeFiles holds the package's numbered migrations, versioned in their
+// own approval_version table (database.Tables).
+//
 //go:embed upgrades/*.sql
 var upgradeFiles embed.FS
-
-// upgradeTable holds the package's numbered migrations, versioned in their
-// own approval_version table so other packages can share the database.
-var upgradeTable = dbutil.BuildUpgradeTable().WithFSPath(upgradeFiles, "upgrades").Finish()
 
 // Status is where an approval stands.
 type Status string
@@ -67,16 +67,11 @@ type Store struct {
 
 // New returns a Store on db. Call Upgrade before any other method.
 func New(db *dbutil.Database) *Store {
-	return &Store{db: db.Child("approval_version", upgradeTable, nil), now: time.Now}
+	return &Store{db: database.Tables(db, "approval", upgradeFiles), now: time.Now}
 }
 
 // Upgrade creates or migrates the approval table. Call it once at start-up.
-func (s *Store) Upgrade(ctx context.Context) error {
-	if err := s.db.Upgrade(ctx); err != nil {
-		return fmt.Errorf("failed to upgrade approval tables: %w", err)
-	}
-	return nil
-}
+func (s *Store) Upgrade(ctx context.Context) error { return database.Upgrade(ctx, s.db) }
 
 // ErrNotFound is returned for an approval that does not exist.
 var ErrNotFound = errors.New("approval not found")

@@ -2,49 +2,20 @@ package approval
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/internal/dbtest"
 	"github.com/hookroom/hookroom/internal/pgtest"
-	"github.com/hookroom/hookroom/tracking"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// forDialects runs f once per database hookroom supports, each on a fresh,
-// upgraded database.
-func forDialects(t *testing.T, f func(t *testing.T, s *Store)) {
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		t.Run(dialect, func(t *testing.T) {
-			var db *dbutil.Database
-			if dialect == "sqlite" {
-				var err error
-				db, err = tracking.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "hookroom.db"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = db.Close() })
-			} else {
-				db = pgtest.New(t)
-			}
-			s := New(db)
-			if err := s.Upgrade(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Upgrade(t.Context()); err != nil {
-				t.Fatalf("second Upgrade: %v", err)
-			}
-			f(t, s)
-		})
-	}
-}
-
 func TestStore(t *testing.T) {
-	forDialects(t, func(t *testing.T, s *Store) {
+	dbtest.ForStores(t, New, func(t *testing.T, _ *dbutil.Database, s *Store) {
 		ctx := t.Context()
 		now := time.UnixMilli(1_700_000_000_000)
 		s.now = func() time.Time { return now }

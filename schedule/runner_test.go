@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 // recorder is a FireFunc that remembers what fired when, and can fail.
@@ -58,7 +60,7 @@ func startRunner(s *Store, rec *recorder, grace time.Duration) (stop func()) {
 // then, once.
 func TestRunnerRunOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewStore(openSQLite(t))
+		s := NewStore(dbtest.SQLite.Fresh(t))
 		if err := s.Upgrade(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +114,7 @@ func TestRunnerRunOnTime(t *testing.T) {
 // goes on at its next run.
 func TestRunnerMissedWhileDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewStore(openSQLite(t))
+		s := NewStore(dbtest.SQLite.Fresh(t))
 		if err := s.Upgrade(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +153,7 @@ func TestRunnerMissedWhileDown(t *testing.T) {
 // delivered later, once, and not claimed twice.
 func TestRunnerRedeliversAfterFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewStore(openSQLite(t))
+		s := NewStore(dbtest.SQLite.Fresh(t))
 		if err := s.Upgrade(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +181,7 @@ func TestRunnerRedeliversAfterFailure(t *testing.T) {
 // then given up (marked delivered, nothing posted): no retry loop forever.
 func TestRunnerGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewStore(openSQLite(t))
+		s := NewStore(dbtest.SQLite.Fresh(t))
 		if err := s.Upgrade(t.Context()); err != nil {
 			t.Fatal(err)
 		}

@@ -14,14 +14,14 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/database"
 )
 
+// upgradeFiles holds the package's numbered migrations, versioned in their
+// own schedule_version table (database.Tables).
+//
 //go:embed upgrades/*.sql
 var upgradeFiles embed.FS
-
-// upgradeTable holds the package's numbered migrations, versioned in their
-// own schedule_version table so other packages can share the database.
-var upgradeTable = dbutil.BuildUpgradeTable().WithFSPath(upgradeFiles, "upgrades").Finish()
 
 // State is where a task is in its life.
 type State string
@@ -79,16 +79,11 @@ type Store struct {
 
 // NewStore returns a Store on db. Call Upgrade before any other method.
 func NewStore(db *dbutil.Database) *Store {
-	return &Store{db: db.Child("schedule_version", upgradeTable, nil)}
+	return &Store{db: database.Tables(db, "schedule", upgradeFiles)}
 }
 
 // Upgrade creates or migrates the schedule tables. Call it once at start-up.
-func (s *Store) Upgrade(ctx context.Context) error {
-	if err := s.db.Upgrade(ctx); err != nil {
-		return fmt.Errorf("failed to upgrade schedule tables: %w", err)
-	}
-	return nil
-}
+func (s *Store) Upgrade(ctx context.Context) error { return database.Upgrade(ctx, s.db) }
 
 const idAlphabet = "abcdefghjkmnpqrstuvwxyz23456789" // no 0/o, 1/l/i
 

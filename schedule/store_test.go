@@ -2,16 +2,14 @@ package schedule
 
 import (
 	"errors"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/internal/dbtest"
 	"github.com/hookroom/hookroom/internal/pgtest"
-	"github.com/hookroom/hookroom/tracking"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -21,36 +19,6 @@ const (
 	roomB = id.RoomID("!b:localhost")
 	alice = id.UserID("@alice:localhost")
 )
-
-func openSQLite(t *testing.T) *dbutil.Database {
-	t.Helper()
-	db, err := tracking.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "hookroom.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
-// forDialects runs f once per database hookroom supports, each on a fresh,
-// upgraded store.
-func forDialects(t *testing.T, f func(t *testing.T, s *Store)) {
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		t.Run(dialect, func(t *testing.T) {
-			var db *dbutil.Database
-			if dialect == "sqlite" {
-				db = openSQLite(t)
-			} else {
-				db = pgtest.New(t)
-			}
-			s := NewStore(db)
-			if err := s.Upgrade(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			f(t, s)
-		})
-	}
-}
 
 func mustParse(t *testing.T, in string, now time.Time) (Spec, string) {
 	t.Helper()
@@ -75,7 +43,7 @@ func addTask(t *testing.T, s *Store, room id.RoomID, in string, now time.Time) T
 }
 
 func TestStoreTasks(t *testing.T) {
-	forDialects(t, func(t *testing.T, s *Store) {
+	dbtest.ForStores(t, NewStore, func(t *testing.T, _ *dbutil.Database, s *Store) {
 		ctx := t.Context()
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 		daily := addTask(t, s, roomA, "every weekday at 9:00 stand-up", now)
@@ -137,7 +105,7 @@ func ids(ts []Task) []string {
 }
 
 func TestStoreClaimOncePerDueTime(t *testing.T) {
-	forDialects(t, func(t *testing.T, s *Store) {
+	dbtest.ForStores(t, NewStore, func(t *testing.T, _ *dbutil.Database, s *Store) {
 		ctx := t.Context()
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 		task := addTask(t, s, roomA, "every 15 minutes ping", now)
@@ -147,24 +115,9 @@ func TestStoreClaimOncePerDueTime(t *testing.T) {
 
 		// Two runners (or a runner before and after a restart, holding the
 		// same stale row) race for the same due time: one wins.
-		var wg sync.WaitGroup
-		wins := make(chan bool, 8)
-		for range 8 {
-			wg.Go(func() {
-				ok, err := s.Claim(ctx, task, false, next, fireAt)
-				if err != nil {
-					t.Error(err)
-				}
-				wins <- ok
-			})
-		}
-		wg.Wait()
-		close(wins)
-		n := 0
-		for ok := range wins {
-			if ok {
-				n++
-			}
+		n, errs := dbtest.Race(8, func(int) (bool, error) { return s.Claim(ctx, task, false, next, fireAt) })
+		for _, err := range errs {
+			t.Error(err)
 		}
 		if n != 1 {
 			t.Fatalf("%d claims won, want 1", n)

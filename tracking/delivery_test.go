@@ -3,15 +3,16 @@ package tracking
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 func TestDelivery(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
-		s := d.newStore(t)
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
+		s := newStore(t, d)
 		ctx := context.Background()
 		if got, err := s.Delivery(ctx, "$q"); err != nil || got != "" {
 			t.Fatalf("no delivery yet: %q, %v", got, err)
@@ -30,26 +31,13 @@ func TestDelivery(t *testing.T) {
 
 // A database made before the delivery table existed gets it on upgrade.
 func TestUpgradeFromV1AddsDeliveries(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
-		db, err := d.open(ctx, t, filepath.Join(t.TempDir(), "v1.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
 		// The v1 schema: everything but the delivery table, at version 1.
-		for _, q := range []string{
+		s := upgradedFrom(t, d,
 			`CREATE TABLE tracking_version (version INTEGER, compat INTEGER)`,
 			`INSERT INTO tracking_version (version, compat) VALUES (1, 1)`,
-		} {
-			if _, err := db.Exec(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		s := New(db)
-		if err := s.Upgrade(ctx); err != nil {
-			t.Fatalf("upgrade from v1: %v", err)
-		}
+		)
 		if err := s.RecordDelivery(ctx, "!r:hs", "$q", "$a"); err != nil {
 			t.Fatalf("delivery table missing after upgrade: %v", err)
 		}
@@ -57,8 +45,8 @@ func TestUpgradeFromV1AddsDeliveries(t *testing.T) {
 }
 
 func TestReplies(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
-		s := d.newStore(t)
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
+		s := newStore(t, d)
 		ctx := context.Background()
 		if got, err := s.Replies(ctx, "$q"); err != nil || len(got) != 0 {
 			t.Fatalf("no replies yet: %v, %v", got, err)
@@ -89,27 +77,14 @@ func TestReplies(t *testing.T) {
 
 // A v2 database keeps its delivery records, as part 0 without a sender.
 func TestUpgradeFromV2KeepsDeliveries(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
-		db, err := d.open(ctx, t, filepath.Join(t.TempDir(), "v2.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		for _, q := range []string{
+		s := upgradedFrom(t, d,
 			`CREATE TABLE tracking_version (version INTEGER, compat INTEGER)`,
 			`INSERT INTO tracking_version (version, compat) VALUES (2, 2)`,
 			`CREATE TABLE tracking_delivery (source_event_id TEXT PRIMARY KEY, room_id TEXT NOT NULL, reply_event_id TEXT NOT NULL, created_at BIGINT NOT NULL)`,
 			`INSERT INTO tracking_delivery VALUES ('$q', '!r:hs', '$old', 1)`,
-		} {
-			if _, err := db.Exec(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		s := New(db)
-		if err := s.Upgrade(ctx); err != nil {
-			t.Fatalf("upgrade from v2: %v", err)
-		}
+		)
 		got, err := s.Replies(ctx, "$q")
 		if err != nil || fmt.Sprint(got) != fmt.Sprint([]Reply{{Part: 0, EventID: "$old", Sender: ""}}) {
 			t.Errorf("replies after upgrade = %v, %v", got, err)
@@ -121,8 +96,8 @@ func TestUpgradeFromV2KeepsDeliveries(t *testing.T) {
 // or it is forgotten; recording it twice keeps the first sync position;
 // another run's intent under the same key is another intent.
 func TestDeliveryIntents(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
-		s := d.newStore(t)
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
+		s := newStore(t, d)
 		ctx := context.Background()
 		placeholder := Intent{Room: "!r:hs", Part: 0, TxnKey: "k-placeholder", Run: "run1", Sender: "@a:hs", Since: "s1"}
 		part1 := Intent{Room: "!r:hs", Part: 1, TxnKey: "k-reply-1", Run: "run1", Sender: "@a:hs", Since: "s2"}

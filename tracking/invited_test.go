@@ -2,31 +2,37 @@ package tracking
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
 	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 func TestInvitedRooms(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "hookroom.db")
-		s, db := d.openStore(t, path)
+		s, db := openStore(t, d, path)
 		at := time.UnixMilli(1700000000123)
 		dm := InvitedRoom{RoomID: roomA, Account: agent, Inviter: alice, IsDirect: true, AcceptedAt: at}
 		group := InvitedRoom{RoomID: roomB, Account: agent, Inviter: bob, AcceptedAt: at}
 		routerToo := InvitedRoom{RoomID: roomB, Account: router, Inviter: bob, AcceptedAt: at}
 
-		steps := []struct {
-			name   string
-			do     func() error
-			forget *InvitedRoom // forget this row, expecting it existed (or not)
-			had    bool
-			want   []InvitedRoom
-		}{
+		// forget forgets r's row, expecting it to have existed (or not).
+		forget := func(r InvitedRoom, want bool) func() error {
+			return func() error {
+				had, err := s.ForgetInvitedRoom(ctx, r.RoomID, r.Account)
+				if err == nil && had != want {
+					err = fmt.Errorf("forget = %v; want %v", had, want)
+				}
+				return err
+			}
+		}
+		steps := []change[[]InvitedRoom]{
 			{name: "empty", want: nil},
 			{name: "remember a DM", do: func() error { return s.RememberInvitedRoom(ctx, dm) }, want: []InvitedRoom{dm}},
 			{name: "two accounts in one room", do: func() error {
@@ -40,41 +46,19 @@ func TestInvitedRooms(t *testing.T) {
 				again.Inviter, again.IsDirect = carol, true
 				return s.RememberInvitedRoom(ctx, again)
 			}, want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}, routerToo}},
-			{name: "forget one account's row", forget: &routerToo, had: true,
+			{name: "forget one account's row", do: forget(routerToo, true),
 				want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
-			{name: "forget again: nothing there", forget: &routerToo, had: false,
+			{name: "forget again: nothing there", do: forget(routerToo, false),
 				want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
-			{name: "forget a room never remembered", forget: &InvitedRoom{RoomID: "!never:localhost", Account: agent}, had: false,
+			{name: "forget a room never remembered", do: forget(InvitedRoom{RoomID: "!never:localhost", Account: agent}, false),
 				want: []InvitedRoom{dm, {RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
-			{name: "forget the DM", forget: &dm, had: true,
+			{name: "forget the DM", do: forget(dm, true),
 				want: []InvitedRoom{{RoomID: roomB, Account: agent, Inviter: carol, IsDirect: true, AcceptedAt: at}}},
 		}
-		for _, st := range steps {
-			if st.do != nil {
-				if err := st.do(); err != nil {
-					t.Fatalf("%s: %v", st.name, err)
-				}
-			}
-			if st.forget != nil {
-				had, err := s.ForgetInvitedRoom(ctx, st.forget.RoomID, st.forget.Account)
-				if err != nil || had != st.had {
-					t.Fatalf("%s: forget = %v, %v; want %v", st.name, had, err, st.had)
-				}
-			}
-			got, err := s.InvitedRooms(ctx)
-			if err != nil {
-				t.Fatalf("%s: %v", st.name, err)
-			}
-			if !reflect.DeepEqual(got, st.want) {
-				t.Fatalf("%s: rooms\n got %+v\nwant %+v", st.name, got, st.want)
-			}
-		}
+		applyChanges(t, steps, func() ([]InvitedRoom, error) { return s.InvitedRooms(ctx) })
 
 		// The rows survive closing and reopening the database.
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		s2, _ := d.openStore(t, path)
+		s2, _ := reopen(t, d, db, path)
 		got, err := s2.InvitedRooms(ctx)
 		if err != nil || len(got) != 1 || got[0].RoomID != roomB || got[0].Inviter != carol {
 			t.Fatalf("after reopening: %+v, %v", got, err)
@@ -95,31 +79,21 @@ func TestInvitedRooms(t *testing.T) {
 // A database at version 2 (everything but the invited-room table), holding
 // events and deliveries, gets the table on upgrade and keeps its data.
 func TestUpgradeFromV2AddsInvitedRooms(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "v2.db")
-		s, db := d.openStore(t, path)
+		s, db := openStore(t, d, path)
 		// Make it what version 2 left behind.
-		for _, q := range []string{`DROP TABLE tracking_invited_room`, `DROP TABLE tracking_provisioned_room`, `DROP TABLE tracking_delivery_intent`, `UPDATE tracking_version SET version = 2, compat = 2`} {
-			if _, err := db.Exec(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
+		execAll(t, db, `DROP TABLE tracking_invited_room`, `DROP TABLE tracking_provisioned_room`, `DROP TABLE tracking_delivery_intent`, `UPDATE tracking_version SET version = 2, compat = 2`)
 		if fresh, err := s.Record(ctx, syncEvent(t, roomA, "$kept", "hello"), agent); err != nil || !fresh {
 			t.Fatalf("record: %v, %v", fresh, err)
 		}
 		if err := s.RecordDelivery(ctx, roomA, "$kept", "$reply"); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
 
-		s2, db2 := d.openStore(t, path) // upgrades
-		var version int
-		if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 6 {
-			t.Fatalf("version after upgrade = %d, %v; want 6", version, err)
-		}
+		s2, db2 := reopen(t, d, db, path) // upgrades
+		checkVersion(t, db2, 6)
 		if err := s2.RememberInvitedRoom(ctx, InvitedRoom{RoomID: roomA, Account: agent, Inviter: alice, IsDirect: true}); err != nil {
 			t.Fatalf("invited-room table missing after upgrade: %v", err)
 		}

@@ -2,33 +2,38 @@ package tracking
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
 	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 func TestProvisionedRooms(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "hookroom.db")
-		s, db := d.openStore(t, path)
+		s, db := openStore(t, d, path)
 		at := time.UnixMilli(1700000000123)
 		lobby := ProvisionedRoom{Key: "room:lobby", RoomID: roomA, SpecHash: "h1", Accounts: []id.UserID{router, agent}, ProvisionedAt: at}
 		lobbySorted := lobby
 		lobbySorted.Accounts = []id.UserID{agent, router}
 		ref := ProvisionedRoom{Key: "ref:!b:localhost", RoomID: roomB, SpecHash: "h2", ProvisionedAt: at}
 
-		steps := []struct {
-			name    string
-			do      func() error
-			forgets bool // call ForgetProvisioned(forget...), expecting had rows gone
-			forget  []string
-			had     int
-			want    map[string]ProvisionedRoom
-		}{
+		// forget forgets the rows of keys, expecting had of them to be gone.
+		forget := func(had int, keys ...string) func() error {
+			return func() error {
+				n, err := s.ForgetProvisioned(ctx, keys...)
+				if err == nil && n != had {
+					err = fmt.Errorf("forget = %d; want %d", n, had)
+				}
+				return err
+			}
+		}
+		steps := []change[map[string]ProvisionedRoom]{
 			{name: "empty", want: map[string]ProvisionedRoom{}},
 			{name: "remember: accounts come back sorted", do: func() error { return s.RememberProvisioned(ctx, lobby) },
 				want: map[string]ProvisionedRoom{"room:lobby": lobbySorted}},
@@ -42,41 +47,19 @@ func TestProvisionedRooms(t *testing.T) {
 				"room:lobby":       {Key: "room:lobby", RoomID: roomB, SpecHash: "h3", Accounts: []id.UserID{router}, ProvisionedAt: at},
 				"ref:!b:localhost": ref,
 			}},
-			{name: "forget one, and one never remembered", forgets: true, forget: []string{"ref:!b:localhost", "room:never"}, had: 1,
+			{name: "forget one, and one never remembered", do: forget(1, "ref:!b:localhost", "room:never"),
 				want: map[string]ProvisionedRoom{
 					"room:lobby": {Key: "room:lobby", RoomID: roomB, SpecHash: "h3", Accounts: []id.UserID{router}, ProvisionedAt: at},
 				}},
-			{name: "forget nothing", forgets: true, had: 0,
+			{name: "forget nothing", do: forget(0),
 				want: map[string]ProvisionedRoom{
 					"room:lobby": {Key: "room:lobby", RoomID: roomB, SpecHash: "h3", Accounts: []id.UserID{router}, ProvisionedAt: at},
 				}},
 		}
-		for _, st := range steps {
-			if st.do != nil {
-				if err := st.do(); err != nil {
-					t.Fatalf("%s: %v", st.name, err)
-				}
-			}
-			if st.forgets {
-				n, err := s.ForgetProvisioned(ctx, st.forget...)
-				if err != nil || n != st.had {
-					t.Fatalf("%s: forget = %d, %v; want %d", st.name, n, err, st.had)
-				}
-			}
-			got, err := s.ProvisionedRooms(ctx)
-			if err != nil {
-				t.Fatalf("%s: %v", st.name, err)
-			}
-			if !reflect.DeepEqual(got, st.want) {
-				t.Fatalf("%s: rooms\n got %+v\nwant %+v", st.name, got, st.want)
-			}
-		}
+		applyChanges(t, steps, func() (map[string]ProvisionedRoom, error) { return s.ProvisionedRooms(ctx) })
 
 		// The rows survive closing and reopening the database.
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		s2, _ := d.openStore(t, path)
+		s2, _ := reopen(t, d, db, path)
 		got, err := s2.ProvisionedRooms(ctx)
 		if err != nil || len(got) != 1 || got["room:lobby"].SpecHash != "h3" {
 			t.Fatalf("after reopening: %+v, %v", got, err)
@@ -85,28 +68,18 @@ func TestProvisionedRooms(t *testing.T) {
 }
 
 func TestUpgradeFromV4AddsProvisionedRooms(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "v4.db")
-		s, db := d.openStore(t, path)
+		s, db := openStore(t, d, path)
 		// Make it what version 4 left behind.
-		for _, q := range []string{`DROP TABLE tracking_provisioned_room`, `DROP TABLE tracking_delivery_intent`, `UPDATE tracking_version SET version = 4, compat = 4`} {
-			if _, err := db.Exec(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
+		execAll(t, db, `DROP TABLE tracking_provisioned_room`, `DROP TABLE tracking_delivery_intent`, `UPDATE tracking_version SET version = 4, compat = 4`)
 		if err := s.RememberInvitedRoom(ctx, InvitedRoom{RoomID: roomA, Account: agent, Inviter: alice}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
 
-		s2, db2 := d.openStore(t, path) // upgrades
-		var version int
-		if err := db2.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 6 {
-			t.Fatalf("version after upgrade = %d, %v; want 6", version, err)
-		}
+		s2, db2 := reopen(t, d, db, path) // upgrades
+		checkVersion(t, db2, 6)
 		if err := s2.RememberProvisioned(ctx, ProvisionedRoom{Key: "room:lobby", RoomID: roomA, SpecHash: "h"}); err != nil {
 			t.Fatalf("provisioned-room table missing after upgrade: %v", err)
 		}

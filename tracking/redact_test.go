@@ -10,6 +10,8 @@ import (
 
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 // redactionEvent builds an m.room.redaction as a sync delivers it. topLevel
@@ -64,7 +66,7 @@ func TestRedactionTarget(t *testing.T) {
 // redacts, keeps its row (dedup) and its state, and a replay sees it
 // redacted.
 func TestRedactionBlanksInboxContent(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		const secret = "my password is hunter2"
 		tests := []struct {
@@ -103,7 +105,7 @@ func TestRedactionBlanksInboxContent(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "hookroom.db")
-				s, db := d.openStore(t, path)
+				s, db := openStore(t, d, path)
 				msg := syncEvent(t, roomA, "$m", secret)
 				red := redactionEvent(t, tt.room, "$r", "$m", true, false)
 				tt.record(t, s, msg, red)
@@ -157,9 +159,9 @@ func TestRedactionBlanksInboxContent(t *testing.T) {
 // A message whose content does not parse (a body that is a number, an
 // object) is kept and replayed; it must not stop the replay of the others.
 func TestPendingKeepsMalformedContent(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
-		s := d.newStore(t)
+		s := newStore(t, d)
 		var evs []*event.Event
 		for i, content := range []string{
 			`{"msgtype":"m.text","body":42}`,

@@ -3,21 +3,18 @@ package tracking
 import (
 	"context"
 	"embed"
-	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"go.mau.fi/util/dbutil"
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+
+	"github.com/hookroom/hookroom/internal/database"
 )
 
+// upgradeFiles holds tracking's numbered migrations, versioned in their own tracking_version
+// table (database.Tables).
+//
 //go:embed upgrades/*.sql
 var upgradeFiles embed.FS
-
-// upgradeTable holds tracking's numbered migrations. They are versioned in their own
-// tracking_version table, so other packages can share the database.
-var upgradeTable = dbutil.BuildUpgradeTable().WithFSPath(upgradeFiles, "upgrades").Finish()
 
 // Store is hookroom's durable bookkeeping: the inbound event ledger (Record, RecordBatch,
 // MarkHandled, Pending, Prune), the reply deliveries (RecordDelivery, Delivery), the
@@ -31,40 +28,15 @@ type Store struct {
 
 // New returns a Store on db. Call Upgrade before any other method.
 func New(db *dbutil.Database) *Store {
-	return &Store{db: db.Child("tracking_version", upgradeTable, nil), now: time.Now}
+	return &Store{db: database.Tables(db, "tracking", upgradeFiles), now: time.Now}
 }
 
 // Upgrade creates or migrates tracking's tables. Call it once at start-up.
-func (s *Store) Upgrade(ctx context.Context) error {
-	if err := s.db.Upgrade(ctx); err != nil {
-		return fmt.Errorf("failed to upgrade tracking tables: %w", err)
-	}
-	return nil
-}
+func (s *Store) Upgrade(ctx context.Context) error { return database.Upgrade(ctx, s.db) }
 
-// sqlitePragmas are applied to every connection OpenSQLite makes: WAL so readers never block
-// the writer, a busy timeout so concurrent writers wait instead of failing, foreign keys on,
-// and synchronous=NORMAL (durable across a process crash; WAL makes it safe for the file).
-var sqlitePragmas = []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"}
-
-// OpenSQLite opens (creating it if needed) the SQLite database file at path with the pure-Go
-// modernc.org/sqlite driver, in WAL mode with a busy timeout and foreign keys on. Transactions
-// take the write lock when they begin, so two writers never deadlock upgrading a read lock.
+// OpenSQLite opens (creating it if needed) the SQLite database file at path, in WAL mode with
+// a busy timeout and foreign keys on: it is database.OpenSQLite, kept here for the callers
+// that open hookroom's database (bot) or the store's alone.
 func OpenSQLite(ctx context.Context, path string) (*dbutil.Database, error) {
-	q := url.Values{}
-	for _, p := range sqlitePragmas {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	// SQLite parses the file name as a URI: escape what would end or garble the path.
-	escaped := strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
-	db, err := dbutil.NewWithDialect("file:"+escaped+"?"+q.Encode(), "sqlite")
-	if err != nil {
-		return nil, fmt.Errorf("failed to open sqlite database %s: %w", path, err)
-	}
-	if err := db.RawDB.PingContext(ctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("failed to open sqlite database %s: %w", path, err)
-	}
-	return db, nil
+	return database.OpenSQLite(ctx, path)
 }

@@ -8,13 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"go.mau.fi/util/dbutil"
-
+	"github.com/hookroom/hookroom/internal/dbtest"
 	"github.com/hookroom/hookroom/internal/pgtest"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -29,27 +27,6 @@ const (
 	bob    = id.UserID("@bob:localhost")
 	carol  = id.UserID("@carol:localhost")
 )
-
-// openStore opens (or reopens) the SQLite file at path and upgrades it.
-func openStore(t testing.TB, path string) (*Store, *dbutil.Database) {
-	t.Helper()
-	db, err := OpenSQLite(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	s := New(db)
-	if err := s.Upgrade(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s, db
-}
-
-func newStore(t testing.TB) *Store {
-	t.Helper()
-	s, _ := openStore(t, filepath.Join(t.TempDir(), "hookroom.db"))
-	return s
-}
 
 // syncEvent builds an event the way a sync delivers it: decoded from the server's JSON.
 func syncEvent(t testing.TB, room id.RoomID, eventID id.EventID, body string) *event.Event {
@@ -89,8 +66,8 @@ func ids(evs []*event.Event) []id.EventID {
 }
 
 func TestRecordDeduplicatesAcrossAccounts(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
-		s := d.newStore(t)
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
+		s := newStore(t, d)
 		ctx := context.Background()
 		first := syncEvent(t, roomA, "$1", "hello")
 		tests := []struct {
@@ -145,7 +122,7 @@ func TestRecordDeduplicatesAcrossAccounts(t *testing.T) {
 }
 
 func TestRecordBatch(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		tests := []struct {
 			name      string
@@ -163,7 +140,7 @@ func TestRecordBatch(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				s := d.newStore(t)
+				s := newStore(t, d)
 				for _, eid := range tt.before {
 					if _, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), agent); err != nil {
 						t.Fatal(err)
@@ -196,8 +173,8 @@ func TestRecordBatch(t *testing.T) {
 }
 
 func TestMarkHandled(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
-		s := d.newStore(t)
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
+		s := newStore(t, d)
 		ctx := context.Background()
 		for _, eid := range []id.EventID{"$1", "$2", "$3"} {
 			if _, err := s.Record(ctx, syncEvent(t, roomA, eid, "x"), router); err != nil {
@@ -237,10 +214,10 @@ func TestMarkHandled(t *testing.T) {
 }
 
 func TestPendingAfterReopenIsReplayable(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "hookroom.db")
-		s, db := d.openStore(t, path)
+		s, db := openStore(t, d, path)
 		msg := syncEvent(t, roomA, "$msg", "hello *world*")
 		member := memberEvent(t, roomB, "$member", alice)
 		if _, err := s.RecordBatch(ctx, router, []*event.Event{msg, syncEvent(t, roomA, "$done", "x")}); err != nil {
@@ -252,11 +229,8 @@ func TestPendingAfterReopenIsReplayable(t *testing.T) {
 		if err := s.MarkHandled(ctx, "$done"); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
 
-		s2, _ := d.openStore(t, path)
+		s2, _ := reopen(t, d, db, path)
 		pending, err := s2.Pending(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -331,7 +305,7 @@ func TestPendingSurvivesSIGKILL(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
 	}
-	s, _ := openStore(t, path)
+	s, _ := openStore(t, dbtest.SQLite, path)
 	pending, err := s.Pending(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -345,40 +319,20 @@ func TestPendingSurvivesSIGKILL(t *testing.T) {
 }
 
 func TestConcurrentRecordOfOneEventHasOneWinner(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
-		s := d.newStore(t)
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
+		s := newStore(t, d)
 		ctx := context.Background()
 		const accounts, rounds = 5, 20
 		for round := range rounds {
 			ev := syncEvent(t, roomA, id.EventID(fmt.Sprintf("$r%d", round)), "x")
-			var (
-				wg      sync.WaitGroup
-				mu      sync.Mutex
-				winners int
-				errs    []error
-			)
-			for i := range accounts {
-				wg.Go(func() {
-					var isNew bool
-					var err error
-					if i%2 == 0 {
-						isNew, err = s.Record(ctx, ev, id.UserID(fmt.Sprintf("@acct%d:localhost", i)))
-					} else {
-						var fresh []*event.Event
-						fresh, err = s.RecordBatch(ctx, id.UserID(fmt.Sprintf("@acct%d:localhost", i)), []*event.Event{ev})
-						isNew = len(fresh) == 1
-					}
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						errs = append(errs, err)
-					}
-					if isNew {
-						winners++
-					}
-				})
-			}
-			wg.Wait()
+			winners, errs := dbtest.Race(accounts, func(i int) (bool, error) {
+				account := id.UserID(fmt.Sprintf("@acct%d:localhost", i))
+				if i%2 == 0 {
+					return s.Record(ctx, ev, account)
+				}
+				fresh, err := s.RecordBatch(ctx, account, []*event.Event{ev})
+				return len(fresh) == 1, err
+			})
 			if len(errs) > 0 || winners != 1 {
 				t.Fatalf("round %d: %d of %d concurrent records were new (errors: %v), want exactly 1", round, winners, accounts, errs)
 			}
@@ -387,7 +341,7 @@ func TestConcurrentRecordOfOneEventHasOneWinner(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		day := 24 * time.Hour
 		t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -403,7 +357,7 @@ func TestPrune(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				s := d.newStore(t)
+				s := newStore(t, d)
 				now := t0
 				s.now = func() time.Time { return now }
 				for _, eid := range []id.EventID{"$old", "$recent", "$open"} {
@@ -437,10 +391,10 @@ func TestPrune(t *testing.T) {
 }
 
 func TestMemberJoinMarkers(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "hookroom.db")
-		s, db := d.openStore(t, path)
+		s, db := openStore(t, d, path)
 
 		type step struct {
 			name string
@@ -479,10 +433,7 @@ func TestMemberJoinMarkers(t *testing.T) {
 		}
 
 		// After a restart nothing fires again.
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		s2, _ := d.openStore(t, path)
+		s2, _ := reopen(t, d, db, path)
 		for _, st := range []step{
 			{"A still seeded", seeded(roomA), true},
 			{"carol in A after restart", markJoined(roomA, carol), false},
@@ -498,27 +449,12 @@ func TestMemberJoinMarkers(t *testing.T) {
 }
 
 func TestConcurrentMarkJoinedHasOneWinner(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
-		s := d.newStore(t)
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
+		s := newStore(t, d)
 		ctx := context.Background()
-		var wg sync.WaitGroup
-		results := make(chan bool, 5)
-		for range 5 {
-			wg.Go(func() {
-				first, err := s.MarkJoined(ctx, roomA, carol)
-				if err != nil {
-					t.Error(err)
-				}
-				results <- first
-			})
-		}
-		wg.Wait()
-		close(results)
-		winners := 0
-		for first := range results {
-			if first {
-				winners++
-			}
+		winners, errs := dbtest.Race(5, func(int) (bool, error) { return s.MarkJoined(ctx, roomA, carol) })
+		for _, err := range errs {
+			t.Error(err)
 		}
 		if winners != 1 {
 			t.Fatalf("%d of 5 concurrent MarkJoined were first, want 1", winners)
@@ -527,17 +463,14 @@ func TestConcurrentMarkJoinedHasOneWinner(t *testing.T) {
 }
 
 func TestUpgradeUsesItsOwnVersionTable(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "hookroom.db")
-		s, db := d.openStore(t, path)
+		s, db := openStore(t, d, path)
 		if err := s.Upgrade(ctx); err != nil {
 			t.Fatalf("second Upgrade: %v", err)
 		}
-		var version int
-		if err := db.QueryRow(ctx, "SELECT version FROM tracking_version").Scan(&version); err != nil || version != 6 {
-			t.Fatalf("tracking_version = %d, %v; want 6", version, err)
-		}
+		checkVersion(t, db, 6)
 		for _, table := range []string{"tracking_inbox", "tracking_room", "tracking_member", "tracking_delivery", "tracking_invited_room", "tracking_provisioned_room", "tracking_delivery_intent"} {
 			if ok, err := db.TableExists(ctx, table); err != nil || !ok {
 				t.Errorf("table %s exists = %v, %v", table, ok, err)
@@ -586,7 +519,7 @@ func TestOpenSQLite(t *testing.T) {
 }
 
 func BenchmarkRecord(b *testing.B) {
-	s := newStore(b)
+	s := newStore(b, dbtest.SQLite)
 	ctx := context.Background()
 	ev := syncEvent(b, roomA, "$x", "a typical short chat message")
 	b.ResetTimer()
@@ -599,7 +532,7 @@ func BenchmarkRecord(b *testing.B) {
 }
 
 func BenchmarkRecordDuplicate(b *testing.B) {
-	s := newStore(b)
+	s := newStore(b, dbtest.SQLite)
 	ctx := context.Background()
 	ev := syncEvent(b, roomA, "$dup", "a typical short chat message")
 	if _, err := s.Record(ctx, ev, router); err != nil {
@@ -613,7 +546,7 @@ func BenchmarkRecordDuplicate(b *testing.B) {
 }
 
 func BenchmarkRecordBatch50(b *testing.B) {
-	s := newStore(b)
+	s := newStore(b, dbtest.SQLite)
 	ctx := context.Background()
 	batch := make([]*event.Event, 50)
 	for i := range batch {
@@ -633,8 +566,8 @@ func BenchmarkRecordBatch50(b *testing.B) {
 }
 
 func TestRecordBatchAcrossStatements(t *testing.T) {
-	forDialects(t, func(t *testing.T, d dialect) {
-		s := d.newStore(t)
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
+		s := newStore(t, d)
 		ctx := context.Background()
 		const n = 3*batchRows + 5
 		var batch []*event.Event

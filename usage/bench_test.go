@@ -3,14 +3,13 @@ package usage
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
-	"github.com/hookroom/hookroom/tracking"
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 // BenchmarkCheck measures the budget check a turn makes before its model
@@ -19,16 +18,13 @@ import (
 // Record (one insert) on the same database.
 func BenchmarkCheck(b *testing.B) {
 	for _, rows := range []int{1000, 100000} {
-		db, err := tracking.OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "hookroom.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
+		db := dbtest.SQLite.Fresh(b)
 		s := New(db)
 		if err := s.Upgrade(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 		now := time.Now()
-		err = db.DoTxn(b.Context(), nil, func(ctx context.Context) error {
+		err := db.DoTxn(b.Context(), nil, func(ctx context.Context) error {
 			for i := range rows {
 				t := Turn{
 					SourceEventID: id.EventID(fmt.Sprintf("$%d", i)), Agent: hooks.AgentName(fmt.Sprintf("agent%d", i%10)),

@@ -14,14 +14,14 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/database"
 )
 
+// upgradeFiles holds the package's numbered migrations, versioned in their
+// own usage_version table (database.Tables).
+//
 //go:embed upgrades/*.sql
 var upgradeFiles embed.FS
-
-// upgradeTable holds the package's numbered migrations, versioned in their
-// own usage_version table so other packages can share the database.
-var upgradeTable = dbutil.BuildUpgradeTable().WithFSPath(upgradeFiles, "upgrades").Finish()
 
 // Turn is the token usage of one turn of an agent: every model call it
 // made, summed.
@@ -79,16 +79,11 @@ type Store struct {
 
 // New returns a Store on db. Call Upgrade before any other method.
 func New(db *dbutil.Database) *Store {
-	return &Store{db: db.Child("usage_version", upgradeTable, nil), now: time.Now}
+	return &Store{db: database.Tables(db, "usage", upgradeFiles), now: time.Now}
 }
 
 // Upgrade creates or migrates the usage table. Call it once at start-up.
-func (s *Store) Upgrade(ctx context.Context) error {
-	if err := s.db.Upgrade(ctx); err != nil {
-		return fmt.Errorf("failed to upgrade usage tables: %w", err)
-	}
-	return nil
-}
+func (s *Store) Upgrade(ctx context.Context) error { return database.Upgrade(ctx, s.db) }
 
 // Record stores the usage of one turn and adds it to the day's totals of
 // its requester and agent, atomically. It joins the transaction ctx

@@ -3,7 +3,6 @@ package usage
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -12,8 +11,8 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/dbtest"
 	"github.com/hookroom/hookroom/internal/pgtest"
-	"github.com/hookroom/hookroom/tracking"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -25,31 +24,6 @@ const (
 	bob   = id.UserID("@bob:localhost")
 )
 
-// forDialects runs f once per database hookroom supports, each on a fresh,
-// upgraded database.
-func forDialects(t *testing.T, f func(t *testing.T, db *dbutil.Database, s *Store)) {
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		t.Run(dialect, func(t *testing.T) {
-			var db *dbutil.Database
-			var err error
-			if dialect == "sqlite" {
-				db, err = tracking.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "hookroom.db"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = db.Close() })
-			} else {
-				db = pgtest.New(t)
-			}
-			s := New(db)
-			if err := s.Upgrade(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			f(t, db, s)
-		})
-	}
-}
-
 func turn(event string, agent hooks.AgentName, room id.RoomID, who id.UserID, in, out int, at time.Time) Turn {
 	return Turn{
 		SourceEventID: id.EventID(event), Agent: agent, RoomID: room, ThreadID: id.EventID(event),
@@ -58,7 +32,7 @@ func turn(event string, agent hooks.AgentName, room id.RoomID, who id.UserID, in
 }
 
 func TestStoreRecordAndSum(t *testing.T) {
-	forDialects(t, func(t *testing.T, _ *dbutil.Database, s *Store) {
+	dbtest.ForStores(t, New, func(t *testing.T, _ *dbutil.Database, s *Store) {
 		ctx := t.Context()
 		day := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 		turns := []Turn{
@@ -126,7 +100,7 @@ func TestStoreRecordAndSum(t *testing.T) {
 // A turn recorded inside a transaction that rolls back is not recorded:
 // usage is written with the message's handled mark, or not at all.
 func TestStoreRecordJoinsTransaction(t *testing.T) {
-	forDialects(t, func(t *testing.T, db *dbutil.Database, s *Store) {
+	dbtest.ForStores(t, New, func(t *testing.T, db *dbutil.Database, s *Store) {
 		ctx := t.Context()
 		boom := errors.New("boom")
 		err := db.DoTxn(ctx, nil, func(ctx context.Context) error {
@@ -157,7 +131,7 @@ func TestStoreRecordJoinsTransaction(t *testing.T) {
 }
 
 func TestStoreCheck(t *testing.T) {
-	forDialects(t, func(t *testing.T, _ *dbutil.Database, s *Store) {
+	dbtest.ForStores(t, New, func(t *testing.T, _ *dbutil.Database, s *Store) {
 		ctx := t.Context()
 		day := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 		for _, tr := range []Turn{
