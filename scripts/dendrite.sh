@@ -38,6 +38,9 @@ BIN="${HOOKROOM_DENDRITE_BIN:-$CACHE/dendrite-$VERSION/bin}"
 READY_TIMEOUT="${DENDRITE_READY_TIMEOUT:-60}"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 
+# free_port
+. "$ROOT/scripts/free-port.sh"
+
 say() { printf 'dendrite.sh: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
@@ -86,22 +89,6 @@ build() {
   rm -rf "$tmp"
   exec 9>&-
   say "built in $((SECONDS - t0)) s"
-}
-
-free_port() {
-  local py
-  for py in python3 /usr/bin/python3; do
-    if command -v "$py" >/dev/null 2>&1; then
-      "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' && return
-    fi
-  done
-  # No Python: pick random high ports until one has no listener.
-  local p i
-  for i in $(seq 1 50); do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-  die "failed to find a free port"
 }
 
 # edit FILE SED-ADDRESS-AND-COMMAND PATTERN: apply a sed edit after checking that PATTERN occurs in

@@ -25,6 +25,9 @@ umask 077
 READY_TIMEOUT="${POSTGRES_READY_TIMEOUT:-60}"
 export CI="${CI:-true}" DEBIAN_FRONTEND=noninteractive
 
+# free_port
+. "$(dirname "${BASH_SOURCE[0]}")/free-port.sh"
+
 say() { printf 'postgres.sh: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
@@ -61,21 +64,6 @@ as_owner() {
   else
     "$@"
   fi
-}
-
-free_port() {
-  local py
-  for py in python3 /usr/bin/python3; do
-    if command -v "$py" >/dev/null 2>&1; then
-      "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' && return
-    fi
-  done
-  local p i
-  for i in $(seq 1 50); do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-  die "failed to find a free port"
 }
 
 # running DIR: the postmaster's pid when DIR's server runs.

@@ -19,7 +19,6 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JSDIR="$ROOT/matrixio/hstest/jsclient"
-STAMP="$JSDIR/node_modules/.hookroom-install-stamp"
 MCPDIR="$ROOT/mcp/mcptest/filesystem"
 # matrix-js-sdk 37.5.0 is the newest release that supports Node 20.
 readonly NODE_MIN_MAJOR=20
@@ -45,45 +44,23 @@ install_nio() {
     die "python3-matrix-nio and python3-olm installed but /usr/bin/python3 cannot import nio and olm"
 }
 
-js_fingerprint() {
-  { cat "$JSDIR/package.json" "$JSDIR/package-lock.json"; node --version; } | sha256sum | cut -d' ' -f1
-}
-
 install_js() {
   command -v node >/dev/null || die "node is not installed (the js test client needs Node >= $NODE_MIN_MAJOR with npm)"
-  command -v npm >/dev/null || die "npm is not installed (the js test client needs it to install matrix-js-sdk)"
   local major
   major="$(node -p 'process.versions.node.split(".")[0]')"
   ((major >= NODE_MIN_MAJOR)) || die "node $(node --version) is too old: the js test client needs Node >= $NODE_MIN_MAJOR"
-  [[ -f "$JSDIR/package-lock.json" ]] || die "missing $JSDIR/package-lock.json"
-  local want
-  want="$(js_fingerprint)"
-  [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] && return 0
-  exec 9>"$JSDIR/.install.lock"
-  flock 9
-  if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then exec 9>&-; return 0; fi
-  say "installing the js test client's packages (npm ci in $JSDIR)"
-  local log t0=$SECONDS
-  log="$(mktemp)"
-  if ! (cd "$JSDIR" && npm ci --no-audit --no-fund --loglevel=error) </dev/null >"$log" 2>&1; then
-    cat "$log" >&2
-    rm -f "$log"
-    die "npm ci failed in $JSDIR (output above)"
-  fi
-  rm -f "$log"
-  (cd "$JSDIR" && node -e 'import("matrix-js-sdk").then(() => {}, (e) => { console.error(e); process.exit(1); })') ||
-    die "npm ci succeeded but node cannot import matrix-js-sdk in $JSDIR"
-  printf '%s\n' "$want" >"$STAMP"
-  exec 9>&-
-  say "installed in $((SECONDS - t0)) s"
+  npm_ci_dir "$JSDIR" "the js test client's packages" \
+    'import("matrix-js-sdk").then(() => {}, (e) => { console.error(e); process.exit(1); })'
 }
 
-# npm_ci_dir DIR CHECK: npm ci in DIR unless its stamp says the same package files and node
-# version are installed; CHECK is a node -e script that must succeed afterwards.
+# npm_ci_dir DIR WHAT CHECK: npm ci in DIR unless its stamp (node_modules/.hookroom-install-stamp)
+# says the same package files and node version are installed; WHAT names the packages in messages,
+# CHECK is a node -e script that must succeed afterwards. Holds DIR/.install.lock while installing,
+# so that several test binaries asking at once install once.
 npm_ci_dir() {
-  local dir="$1" check="$2" stamp="$1/node_modules/.hookroom-install-stamp"
-  command -v node >/dev/null || die "node is not installed (needed in $dir)"
-  command -v npm >/dev/null || die "npm is not installed (needed in $dir)"
+  local dir="$1" what="$2" check="$3" stamp="$1/node_modules/.hookroom-install-stamp"
+  command -v node >/dev/null || die "node is not installed (needed for $what in $dir)"
+  command -v npm >/dev/null || die "npm is not installed (needed for $what in $dir)"
   [[ -f "$dir/package-lock.json" ]] || die "missing $dir/package-lock.json"
   local want
   want="$({ cat "$dir/package.json" "$dir/package-lock.json"; node --version; } | sha256sum | cut -d' ' -f1)"
@@ -91,7 +68,7 @@ npm_ci_dir() {
   exec 8>"$dir/.install.lock"
   flock 8
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then exec 8>&-; return 0; fi
-  say "installing packages (npm ci in $dir)"
+  say "installing $what (npm ci in $dir)"
   local log t0=$SECONDS
   log="$(mktemp)"
   if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) </dev/null >"$log" 2>&1; then
@@ -100,14 +77,14 @@ npm_ci_dir() {
     die "npm ci failed in $dir (output above)"
   fi
   rm -f "$log"
-  (cd "$dir" && node -e "$check") || die "npm ci succeeded but the check failed in $dir"
+  (cd "$dir" && node -e "$check") || die "npm ci succeeded but node cannot load $what in $dir"
   printf '%s\n' "$want" >"$stamp"
   exec 8>&-
   say "installed in $((SECONDS - t0)) s"
 }
 
 install_mcp() {
-  npm_ci_dir "$MCPDIR" 'require("fs").accessSync("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")'
+  npm_ci_dir "$MCPDIR" "the MCP filesystem server" 'require("fs").accessSync("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")'
 }
 
 case "${1:-}" in
