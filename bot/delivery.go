@@ -165,15 +165,15 @@ func (t *turn) adopt(ctx context.Context, intents []tracking.Intent, prev *[]tra
 	return missing
 }
 
-// accountOf returns the account that sent as user: the turn's own, or
-// another managed account (an earlier run of a turn whose agent was
-// renamed…), nil when none.
+// accountOf returns the account that sent as user (the sender of an
+// intent): the turn's own, or another managed account of the turn's
+// world; nil when none.
 func (t *turn) accountOf(user id.UserID) replyAccount {
 	if user == t.acct.UserID() {
 		return t.acct
 	}
-	if a := t.b.accountOf(user); a != nil {
-		return a
+	if e, ok := t.w.accounts[user]; ok && e.account != nil {
+		return e.account
 	}
 	return nil
 }

@@ -265,7 +265,7 @@ func (t *turn) run(parent context.Context) {
 	go func() { defer close(deliveryDone); t.stream(deliverCtx) }()
 
 	res, runErr := agents.Run(ctx, agents.RunRequest{
-		Model: t.model(), Messages: msgs, Tools: t.b.toolsFor(t.agent),
+		Model: t.model(), Messages: msgs, Tools: t.b.toolsFor(t.w, t.agent),
 		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
 		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
 		OnText: t.onText, NeedsApproval: t.needsApproval, Approve: t.approve,
