@@ -71,10 +71,10 @@ func (w *approvalWaiters) notify(approvalID string) {
 	}
 }
 
-// approvalRules are the tool_approval rules of the configuration in
-// service, with room references resolved to room ids.
-func (b *Bot) approvalRules() []approval.Rule {
-	cfg := b.w().cfg
+// approvalRules are w's tool_approval rules, with room references
+// resolved to room ids.
+func (w *world) approvalRules() []approval.Rule {
+	cfg := w.cfg
 	rules := make([]approval.Rule, 0, len(cfg.ToolApproval.Rules))
 	for _, r := range cfg.ToolApproval.Rules {
 		rule := approval.Rule{Tools: r.Tools, Require: r.Action == config.ApprovalRequired}
@@ -82,7 +82,7 @@ func (b *Bot) approvalRules() []approval.Rule {
 			rule.Agents = append(rule.Agents, hooks.AgentName(a))
 		}
 		for _, ref := range r.Rooms {
-			if rid := b.roomRefID(ref); rid != "" {
+			if rid := w.roomRefID(ref); rid != "" {
 				rule.Rooms = append(rule.Rooms, rid)
 			} else {
 				rule.Rooms = append(rule.Rooms, id.RoomID(ref)) // matches nothing until the room exists
@@ -106,7 +106,7 @@ func (t *turn) needsApproval(call hooks.ToolCall) (bool, string) {
 			break
 		}
 	}
-	if approval.Match(t.b.approvalRules(), tool, t.agent, t.env.RoomID) {
+	if approval.Match(w.approvalRules(), tool, t.agent, t.env.RoomID) {
 		return true, "this tool needs a person's approval (tool_approval)"
 	}
 	return false, ""
@@ -123,7 +123,7 @@ func (t *turn) approve(ctx context.Context, req agents.ApprovalRequest) (bool, s
 		return false, "the approval could not be recorded, so the call was denied", nil
 	}
 	if !found {
-		timeout := b.w().cfg.ToolApproval.ApprovalTimeout()
+		timeout := t.w.cfg.ToolApproval.ApprovalTimeout()
 		a, err = b.approvals.Create(ctx, approval.Approval{
 			SourceEventID: t.ev.ID, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID, Agent: t.agent,
 			Requester: t.env.RequesterID, Tool: req.Call.Tool, Arguments: req.Call.Arguments, CallID: req.CallID,
@@ -209,7 +209,7 @@ func (t *turn) approvalHooks(ctx context.Context, a approval.Approval, call hook
 		return a, false
 	}
 	t.log.Info().Str("tool", a.Tool).Str("decision", string(c.Decision)).Msg("a tool:approval_requested hook decided")
-	decided, _ := t.b.resolveApproval(ctx, a, status, "", c.DecisionReason)
+	decided, _ := t.b.resolveApproval(ctx, t.w, a, status, "", c.DecisionReason)
 	return decided, true
 }
 
@@ -226,19 +226,19 @@ func (t *turn) wait(ctx context.Context, a approval.Approval) (approval.Approval
 		defer t.clock.pause()()
 	}
 	if a.CardEventID == "" {
-		card, err := b.postCard(ctx, a)
+		card, err := b.postCard(ctx, t.w, a)
 		if err != nil && ctx.Err() != nil {
 			// The turn ended while the card was on its way: a stop cancels
 			// the approval; a shutdown leaves it pending for the replay,
 			// as below.
 			if t.parent.Err() == nil {
-				b.resolveApproval(context.WithoutCancel(ctx), a, approval.Cancelled, "", "the turn ended")
+				b.resolveApproval(context.WithoutCancel(ctx), t.w, a, approval.Cancelled, "", "the turn ended")
 			}
 			return a, context.Cause(ctx)
 		}
 		if err != nil {
 			t.log.Error().Err(err).Msg("failed to post the approval card; denying the call")
-			decided, _ := b.resolveApproval(context.WithoutCancel(ctx), a, approval.Denied, "", "the approval card could not be posted")
+			decided, _ := b.resolveApproval(context.WithoutCancel(ctx), t.w, a, approval.Denied, "", "the approval card could not be posted")
 			return decided, nil
 		}
 		a.CardEventID = card
@@ -250,7 +250,7 @@ func (t *turn) wait(ctx context.Context, a approval.Approval) (approval.Approval
 		if err != nil {
 			if ctx.Err() == nil {
 				t.log.Error().Err(err).Msg("failed to read the approval; denying the call")
-				cur, _ = b.resolveApproval(context.WithoutCancel(ctx), a, approval.Denied, "", "the approval could not be read")
+				cur, _ = b.resolveApproval(context.WithoutCancel(ctx), t.w, a, approval.Denied, "", "the approval could not be read")
 				return cur, nil
 			}
 			cur = a
@@ -264,7 +264,7 @@ func (t *turn) wait(ctx context.Context, a approval.Approval) (approval.Approval
 			timer.Stop()
 		case <-timer.C:
 			t.log.Info().Str("tool", cur.Tool).Msg("nobody answered the approval in time; denied")
-			b.resolveApproval(ctx, cur, approval.Expired, "", "nobody answered before the deadline")
+			b.resolveApproval(ctx, t.w, cur, approval.Expired, "", "nobody answered before the deadline")
 		case <-ctx.Done():
 			timer.Stop()
 			if t.parent.Err() == nil {
@@ -273,7 +273,7 @@ func (t *turn) wait(ctx context.Context, a approval.Approval) (approval.Approval
 				if cause != nil {
 					why = "the turn was stopped (" + cause.Error() + ")"
 				}
-				b.resolveApproval(context.WithoutCancel(ctx), cur, approval.Cancelled, "", why)
+				b.resolveApproval(context.WithoutCancel(ctx), t.w, cur, approval.Cancelled, "", why)
 			}
 			return cur, context.Cause(ctx)
 		}
@@ -301,16 +301,16 @@ func verdict(a approval.Approval) (bool, string, error) {
 }
 
 // mayDecide reports whether user may answer approval a: the person the turn
-// answered, or a global user.
-func (b *Bot) mayDecide(user id.UserID, a approval.Approval) bool {
-	return user == a.Requester || slices.Contains(b.w().cfg.Authorization.GlobalUsers, user)
+// answered, or a global user of w.
+func (w *world) mayDecide(user id.UserID, a approval.Approval) bool {
+	return user == a.Requester || slices.Contains(w.cfg.Authorization.GlobalUsers, user)
 }
 
 // resolveApproval decides a pending approval (the first decision wins),
 // fires tool:approval_resolved, wakes the turn waiting for it and edits
 // its card. It returns the approval as stored and whether
 // this call decided it.
-func (b *Bot) resolveApproval(ctx context.Context, a approval.Approval, status approval.Status, by id.UserID, reason string) (approval.Approval, bool) {
+func (b *Bot) resolveApproval(ctx context.Context, w *world, a approval.Approval, status approval.Status, by id.UserID, reason string) (approval.Approval, bool) {
 	log := zerolog.Ctx(ctx)
 	ok, err := b.approvals.Decide(context.WithoutCancel(ctx), a.ID, status, by, reason)
 	if err != nil {
@@ -344,7 +344,7 @@ func (b *Bot) resolveApproval(ctx context.Context, a approval.Approval, status a
 	// decision, not for the homeserver.
 	b.approvalWaits.notify(a.ID)
 	if a.CardEventID != "" {
-		b.editCard(ctx, a)
+		b.editCard(ctx, w, a)
 	}
 	return a, true
 }
@@ -374,10 +374,10 @@ func cardOptions(a approval.Approval, stage string) matrixio.SendOptions {
 }
 
 // postCard posts a's approval card and records it.
-func (b *Bot) postCard(ctx context.Context, a approval.Approval) (id.EventID, error) {
+func (b *Bot) postCard(ctx context.Context, w *world, a approval.Approval) (id.EventID, error) {
 	opts := cardOptions(a, "")
 	opts.Mentions = []id.UserID{a.Requester}
-	acct := b.speakerIn(a.RoomID)
+	acct := b.speakerIn(w, a.RoomID)
 	card, err := acct.SendText(ctx, a.RoomID, cardText(a), opts)
 	if err != nil {
 		return "", fmt.Errorf("failed to post the approval card: %w", err)
@@ -389,9 +389,9 @@ func (b *Bot) postCard(ctx context.Context, a approval.Approval) (id.EventID, er
 }
 
 // editCard shows a's outcome on its card.
-func (b *Bot) editCard(ctx context.Context, a approval.Approval) {
+func (b *Bot) editCard(ctx context.Context, w *world, a approval.Approval) {
 	opts := cardOptions(a, "-outcome")
-	if _, err := b.speakerIn(a.RoomID).Edit(context.WithoutCancel(ctx), a.RoomID, a.CardEventID, outcomeText(a), opts); err != nil {
+	if _, err := b.speakerIn(w, a.RoomID).Edit(context.WithoutCancel(ctx), a.RoomID, a.CardEventID, outcomeText(a), opts); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("approval", a.ID).Msg("failed to show the outcome on the approval card")
 	}
 }
@@ -447,7 +447,7 @@ func summarizeArgs(raw json.RawMessage) string {
 // answerCardReaction handles a reaction that reads as an answer (✅, ❌, …)
 // on an approval card. It reports whether the reaction was taken as the
 // decision.
-func (b *Bot) answerCardReaction(ctx context.Context, ev *event.Event, target id.EventID, key string) bool {
+func (b *Bot) answerCardReaction(ctx context.Context, w *world, ev *event.Event, target id.EventID, key string) bool {
 	d := approval.ParseReaction(key)
 	if d == approval.NoDecision {
 		return false
@@ -459,20 +459,20 @@ func (b *Bot) answerCardReaction(ctx context.Context, ev *event.Event, target id
 		}
 		return false
 	}
-	return b.answer(ctx, ev.Sender, a, d, "")
+	return b.answer(ctx, w, ev.Sender, a, d, "")
 }
 
 // answerReply handles a message that reads as an answer ("approve",
 // "no, …") in a thread with a pending approval the sender may decide. It
 // reports whether the message was taken as the decision (it then gets no
 // turn of its own).
-func (b *Bot) answerReply(ctx context.Context, ev *event.Event, msg *event.MessageEventContent) bool {
+func (b *Bot) answerReply(ctx context.Context, w *world, ev *event.Event, msg *event.MessageEventContent) bool {
 	d, reason := approval.ParseReply(msg.Body)
 	if d == approval.NoDecision {
 		return false
 	}
 	thread := threadRoot(msg)
-	if thread == "" && b.w().cfg.Defaults.ThreadMode != config.ThreadModeRoom {
+	if thread == "" && w.cfg.Defaults.ThreadMode != config.ThreadModeRoom {
 		return false
 	}
 	pending, err := b.approvals.PendingInThread(ctx, ev.RoomID, thread)
@@ -496,35 +496,35 @@ func (b *Bot) answerReply(ctx context.Context, ev *event.Event, msg *event.Messa
 		return 0
 	})
 	for _, a := range pending {
-		if b.mayDecide(ev.Sender, a) {
-			return b.answer(ctx, ev.Sender, a, d, reason)
+		if w.mayDecide(ev.Sender, a) {
+			return b.answer(ctx, w, ev.Sender, a, d, reason)
 		}
 	}
 	return false
 }
 
 // answer applies a person's decision to a, when they may make it.
-func (b *Bot) answer(ctx context.Context, user id.UserID, a approval.Approval, d approval.Decision, reason string) bool {
+func (b *Bot) answer(ctx context.Context, w *world, user id.UserID, a approval.Approval, d approval.Decision, reason string) bool {
 	log := zerolog.Ctx(ctx)
 	if a.Status != approval.Pending {
 		log.Debug().Str("approval", a.ID).Msg("ignoring an answer to a decided approval")
 		return false
 	}
-	if !b.mayDecide(user, a) {
+	if !w.mayDecide(user, a) {
 		log.Info().Str("approval", a.ID).Stringer("user", user).Msg("ignoring an approval answer from someone who may not decide it")
 		return false
 	}
 	if time.Now().After(a.ExpiresAt) {
 		// Too late (its turn is not waiting: hookroom was down, or the
 		// agent is gone): the deadline decided.
-		b.resolveApproval(ctx, a, approval.Expired, "", "nobody answered before the deadline")
+		b.resolveApproval(ctx, w, a, approval.Expired, "", "nobody answered before the deadline")
 		return true
 	}
 	status := approval.Approved
 	if d == approval.Deny {
 		status = approval.Denied
 	}
-	_, ok := b.resolveApproval(ctx, a, status, user, reason)
+	_, ok := b.resolveApproval(ctx, w, a, status, user, reason)
 	return ok
 }
 
@@ -539,7 +539,7 @@ func (t *turn) cancelLeftoverApprovals(ctx context.Context) {
 	}
 	for _, a := range list {
 		if a.Status == approval.Pending && a.Agent == t.agent && !slices.Contains(t.usedApprovals, a.ID) {
-			t.b.resolveApproval(ctx, a, approval.Cancelled, "", "the answer no longer needed this call")
+			t.b.resolveApproval(ctx, t.w, a, approval.Cancelled, "", "the answer no longer needed this call")
 		}
 	}
 }

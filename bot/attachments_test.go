@@ -228,7 +228,7 @@ func testTurn(t *testing.T, vision bool, content string, files map[string][]byte
 		t.Fatal(err)
 	}
 	ev := &event.Event{ID: "$msg", RoomID: "!room", Sender: "@alice:hs", Type: event.EventMessage, Content: c}
-	env := b.envelope(ev, c.AsMessage())
+	env := b.envelope(b.w(), ev, c.AsMessage())
 	return &turn{b: b, w: b.w(), ev: ev, env: env, agent: "helper", log: zerolog.Nop()}
 }
 

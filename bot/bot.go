@@ -438,24 +438,25 @@ func refSpec(ref string) matrixio.RoomSpec {
 // emitLifecycle fires agent:started, agent:stopped or bot:ready for every
 // managed account.
 func (b *Bot) emitLifecycle(ctx context.Context, ev hooks.Event[hooks.AgentLifecycleContext], stopReason string) {
-	for _, e := range b.entities() {
-		b.emitLifecycleFor(ctx, ev, e, stopReason)
+	w := b.w()
+	for _, e := range b.entities(w) {
+		b.emitLifecycleFor(ctx, w, ev, e, stopReason)
 	}
 }
 
-func (b *Bot) emitLifecycleFor(ctx context.Context, ev hooks.Event[hooks.AgentLifecycleContext], e entity, stopReason string) {
+func (b *Bot) emitLifecycleFor(ctx context.Context, w *world, ev hooks.Event[hooks.AgentLifecycleContext], e entity, stopReason string) {
 	reg := b.live.Load()
 	if !reg.Has(ev.Name()) {
 		return
 	}
 	c := &hooks.AgentLifecycleContext{
 		Agent: e.name, EntityType: "agent", UserID: e.account.UserID(),
-		JoinedRooms: b.joinedRooms(e), StopReason: stopReason,
+		JoinedRooms: b.joinedRooms(w, e), StopReason: stopReason,
 	}
 	if e.router {
 		c.EntityType = "router"
 	} else {
-		c.Rooms = b.w().cfg.Agents[string(e.name)].Rooms
+		c.Rooms = w.cfg.Agents[string(e.name)].Rooms
 	}
 	c.CorrelationID = fmt.Sprintf("%s:%s", ev.Name(), e.name)
 	if err := hooks.Emit(ctx, reg, ev, c); err != nil {
@@ -464,21 +465,21 @@ func (b *Bot) emitLifecycleFor(ctx context.Context, ev hooks.Event[hooks.AgentLi
 }
 
 // entities lists the managed accounts, router first, then agents by name.
-func (b *Bot) entities() []entity {
-	out := []entity{b.w().accounts[b.router.UserID()]}
-	for _, name := range b.w().cfg.AgentNames() {
-		out = append(out, b.w().accounts[b.w().agents[hooks.AgentName(name)].UserID()])
+func (b *Bot) entities(w *world) []entity {
+	out := []entity{w.accounts[b.router.UserID()]}
+	for _, name := range w.cfg.AgentNames() {
+		out = append(out, w.accounts[w.agents[hooks.AgentName(name)].UserID()])
 	}
 	return out
 }
 
 // isManaged reports whether user is the router, an agent or a configured
 // bot account: hookroom never treats their messages and joins as people's.
-func (b *Bot) isManaged(user id.UserID) bool {
-	if _, ok := b.w().accounts[user]; ok {
+func (w *world) isManaged(user id.UserID) bool {
+	if _, ok := w.accounts[user]; ok {
 		return true
 	}
-	for _, u := range b.w().cfg.Matrix.BotAccounts {
+	for _, u := range w.cfg.Matrix.BotAccounts {
 		if u == user {
 			return true
 		}

@@ -45,10 +45,9 @@ Commands:
 
 // runCommand answers a command as the router, or, in a room without the
 // router (a direct message with an agent), as the room's agent.
-func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelope, cmd command) {
+func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, cmd command) {
 	var reply string
 	thread := env.ThreadID
-	w := b.w() // one world for the whole command
 	admin := slices.Contains(w.cfg.Authorization.GlobalUsers, ev.Sender)
 	switch cmd.name {
 	case "help":
@@ -76,13 +75,13 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 		// The answer starts the thread the schedule posts in.
 		thread = env.ResolvedThreadID
 		_, req, _ := strings.Cut(strings.TrimSpace(env.Body), " ")
-		reply = b.scheduleCommand(ctx, ev.RoomID, env.ResolvedThreadID, env.RequesterID, req)
+		reply = b.scheduleCommand(ctx, w, ev.RoomID, env.ResolvedThreadID, env.RequesterID, req)
 	case "schedules":
-		reply = b.schedulesCommand(ctx, ev.RoomID)
+		reply = b.schedulesCommand(ctx, w, ev.RoomID)
 	case "unschedule":
-		reply = b.unscheduleCommand(ctx, ev.RoomID, env.RequesterID, cmd.args)
+		reply = b.unscheduleCommand(ctx, w, ev.RoomID, env.RequesterID, cmd.args)
 	case "usage":
-		reply = b.usageCommand(ctx, ev.RoomID, env.RequesterID, cmd.args, admin)
+		reply = b.usageCommand(ctx, w, ev.RoomID, env.RequesterID, cmd.args, admin)
 	case "hooks":
 		if !admin {
 			reply = "Only hookroom's administrators (authorization.global_users) may list the hooks."
@@ -102,7 +101,7 @@ func (b *Bot) runCommand(ctx context.Context, ev *event.Event, env hooks.Envelop
 	} else {
 		opts.ReplyTo = ev.ID
 	}
-	if _, err := b.speakerIn(ev.RoomID).SendText(ctx, ev.RoomID, reply, opts); err != nil {
+	if _, err := b.speakerIn(w, ev.RoomID).SendText(ctx, ev.RoomID, reply, opts); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("command", cmd.name).Msg("failed to answer a command")
 	}
 }

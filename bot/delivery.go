@@ -141,7 +141,7 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 // intents it found nothing for.
 func (t *turn) adopt(ctx context.Context, intents []tracking.Intent, prev *[]tracking.Reply) (missing []tracking.Intent) {
 	for _, in := range intents {
-		acct := t.b.accountOf(in.Sender)
+		acct := t.accountOf(in.Sender)
 		if acct == nil || slices.ContainsFunc(*prev, func(r tracking.Reply) bool { return r.Part == in.Part }) {
 			continue // the part has its message; copies go in sweepIntents
 		}
@@ -163,6 +163,19 @@ func (t *turn) adopt(ctx context.Context, intents []tracking.Intent, prev *[]tra
 		}
 	}
 	return missing
+}
+
+// accountOf returns the account that sent as user (the sender of an
+// intent): the turn's own, or another managed account of the turn's
+// world; nil when none.
+func (t *turn) accountOf(user id.UserID) replyAccount {
+	if user == t.acct.UserID() {
+		return t.acct
+	}
+	if e, ok := t.w.accounts[user]; ok && e.account != nil {
+		return e.account
+	}
+	return nil
 }
 
 // firstPerKey returns the first (oldest) of the intents with each
@@ -213,7 +226,7 @@ func (t *turn) sweepIntents(ctx context.Context) {
 	used[t.reply] = true
 	t.mu.Unlock()
 	for _, in := range firstPerKey(intents) {
-		acct := t.b.accountOf(in.Sender)
+		acct := t.accountOf(in.Sender)
 		if acct == nil {
 			continue
 		}

@@ -22,22 +22,22 @@ const undecryptableNotice = "I can't read this message — its encryption keys n
 // any event. When the key never comes, a person's message gets a short
 // notice in the room, once (the event is marked handled afterwards), and a
 // warning in the log.
-func (b *Bot) handleEncrypted(ctx context.Context, ev *event.Event, replayed bool) bool {
+func (b *Bot) handleEncrypted(ctx context.Context, w *world, ev *event.Event, replayed bool) bool {
 	log := zerolog.Ctx(ctx).With().Stringer("sender", ev.Sender).Logger()
 	dec, err := b.mx.Decrypt(ctx, ev)
 	if err == nil {
 		log.Debug().Msg("decrypted a message whose keys arrived late")
-		return b.handleEvent(ctx, dec, replayed)
+		return b.handle(ctx, w, dec, replayed)
 	}
 	if ctx.Err() != nil || !errors.Is(err, matrixio.ErrUndecryptable) {
 		return false // stopping: the event stays unhandled and is tried again next start
 	}
-	if b.isManaged(ev.Sender) {
+	if w.isManaged(ev.Sender) {
 		log.Warn().Err(err).Msg("cannot decrypt a message of one of hookroom's own accounts")
 		return false
 	}
 	log.Warn().Err(err).Msg("cannot decrypt a message; telling the room")
-	if !b.authorized(ev.Sender, ev.RoomID) {
+	if !b.authorized(w, ev.Sender, ev.RoomID) {
 		return false
 	}
 	content := ev.Content.AsEncrypted()
@@ -53,7 +53,7 @@ func (b *Bot) handleEncrypted(ctx context.Context, ev *event.Event, replayed boo
 	if opts.ThreadRoot == "" {
 		opts.ReplyTo = ev.ID
 	}
-	if _, err := b.speakerIn(ev.RoomID).SendText(ctx, ev.RoomID, undecryptableNotice, opts); err != nil {
+	if _, err := b.speakerIn(w, ev.RoomID).SendText(ctx, ev.RoomID, undecryptableNotice, opts); err != nil {
 		log.Warn().Err(err).Msg("failed to tell the room about a message that cannot be decrypted")
 	}
 	return false

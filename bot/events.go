@@ -22,31 +22,41 @@ var botReady = hooks.BotReady
 // whether the event's handling goes on in the background (a turn), which
 // then marks it handled itself. replayed is true for an event left
 // unhandled by the last run.
+//
+// It loads the world in service once: everything the event leads to
+// (authorization, routing, the turn, a command, an approval answer) sees
+// the same configuration, even when a reload replaces it meanwhile.
 func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (async bool) {
+	return b.handle(ctx, b.w(), ev, replayed)
+}
+
+// handle is handleEvent in world w (also for the event an encrypted one
+// decrypts to).
+func (b *Bot) handle(ctx context.Context, w *world, ev *event.Event, replayed bool) (async bool) {
 	if ev.StateKey != nil && ev.Type == event.StateMember {
-		b.handleMember(ctx, ev)
+		b.handleMember(ctx, w, ev)
 		return false
 	}
 	if ev.Type == event.EventEncrypted {
-		return b.handleEncrypted(ctx, ev, replayed)
+		return b.handleEncrypted(ctx, w, ev, replayed)
 	}
-	if e, managed := b.w().accounts[ev.Sender]; managed {
+	if e, managed := w.accounts[ev.Sender]; managed {
 		b.services.remember(ev, e)
 		if ev.Type == event.EventMessage {
 			if o, ok := hookOriginOf(ev); ok && (o.kind == hooks.SourceHookDispatch || o.kind == hooks.SourceScheduled) {
-				return b.handleHookMessage(ctx, ev, o, replayed)
+				return b.handleHookMessage(ctx, w, ev, o, replayed)
 			}
 		}
 		return false
 	}
-	if b.isManaged(ev.Sender) {
+	if w.isManaged(ev.Sender) {
 		return false // another bot
 	}
 	switch ev.Type {
 	case event.EventMessage:
-		return b.handleMessage(ctx, ev, replayed)
+		return b.handleMessage(ctx, w, ev, replayed)
 	case event.EventReaction:
-		b.handleReaction(ctx, ev)
+		b.handleReaction(ctx, w, ev)
 	case event.EventRedaction:
 		return b.handleRedaction(ctx, ev)
 	}
@@ -58,17 +68,17 @@ func (b *Bot) handleEvent(ctx context.Context, ev *event.Event, replayed bool) (
 // everyone when it has no entry and default_room_access is on; and, in a
 // room hookroom's accounts joined on an invite, the inviter for as long as
 // authorization still lets them invite.
-func (b *Bot) authorized(user id.UserID, room id.RoomID) bool {
-	if b.isManaged(user) {
+func (b *Bot) authorized(w *world, user id.UserID, room id.RoomID) bool {
+	if w.isManaged(user) {
 		return false
 	}
-	auth := b.w().cfg.Authorization
+	auth := w.cfg.Authorization
 	if slices.Contains(auth.GlobalUsers, user) {
 		return true
 	}
 	listed := false
 	for ref, users := range auth.RoomPermissions {
-		if b.roomRefID(ref) != room {
+		if w.roomRefID(ref) != room {
 			continue
 		}
 		listed = true
@@ -84,25 +94,25 @@ func (b *Bot) authorized(user id.UserID, room id.RoomID) bool {
 
 // roomRefID resolves a room reference of config.yaml (a room key, a room id
 // or an alias of a configured room) to the room id it names here.
-func (b *Bot) roomRefID(ref string) id.RoomID {
-	if rid, ok := b.w().rooms[ref]; ok {
+func (w *world) roomRefID(ref string) id.RoomID {
+	if rid, ok := w.rooms[ref]; ok {
 		return rid
 	}
 	if len(ref) > 0 && ref[0] == '!' {
 		return id.RoomID(ref)
 	}
-	for key, r := range b.w().cfg.Rooms {
-		if string(r.FullAlias(b.w().cfg.Matrix.ServerName)) == ref {
-			return b.w().rooms[key]
+	for key, r := range w.cfg.Rooms {
+		if string(r.FullAlias(w.cfg.Matrix.ServerName)) == ref {
+			return w.rooms[key]
 		}
 	}
 	return ""
 }
 
 // handleMessage runs a person's message through the pipeline.
-func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool) bool {
+func (b *Bot) handleMessage(ctx context.Context, w *world, ev *event.Event, replayed bool) bool {
 	log := zerolog.Ctx(ctx)
-	if !b.authorized(ev.Sender, ev.RoomID) {
+	if !b.authorized(w, ev.Sender, ev.RoomID) {
 		log.Debug().Stringer("sender", ev.Sender).Msg("ignoring message from an unauthorized sender")
 		return false
 	}
@@ -117,12 +127,11 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 		log.Debug().Msg("ignoring an edit")
 		return false
 	}
-	if b.answerReply(ctx, ev, msg) {
+	if b.answerReply(ctx, w, ev, msg) {
 		log.Info().Msg("tool call approval answered by a reply")
 		return false
 	}
-	env := b.envelope(ev, msg)
-	w := b.w() // this message's world: routing and its turn see the same agents
+	env := b.envelope(w, ev, msg)
 	candidates := b.agentsOf(w, ev.RoomID)
 	env.MentionedAgents = w.mentioned(msg, candidates)
 	// The agent is known before message:received when the message names
@@ -146,7 +155,7 @@ func (b *Bot) handleMessage(ctx context.Context, ev *event.Event, replayed bool)
 	}
 	log.Info().Stringer("sender", ev.Sender).Msg("message received")
 	if isCommand {
-		b.runCommand(ctx, ev, env, cmd)
+		b.runCommand(ctx, w, ev, env, cmd)
 		return false
 	}
 	decision, ok := b.route(ctx, w, ev, msg, env)
@@ -184,10 +193,10 @@ func malformedMessage(ev *event.Event, msg *event.MessageEventContent) string {
 
 // envelope describes a person's message for hooks. The files of the
 // message are remembered for the Attachments host service.
-func (b *Bot) envelope(ev *event.Event, msg *event.MessageEventContent) hooks.Envelope {
+func (b *Bot) envelope(w *world, ev *event.Event, msg *event.MessageEventContent) hooks.Envelope {
 	thread := threadRoot(msg)
 	resolved := thread
-	if resolved == "" && b.w().cfg.Defaults.ThreadMode != config.ThreadModeRoom {
+	if resolved == "" && w.cfg.Defaults.ThreadMode != config.ThreadModeRoom {
 		resolved = ev.ID
 	}
 	kind := hooks.SourceMessage
@@ -215,15 +224,15 @@ func threadRoot(msg *event.MessageEventContent) id.EventID {
 }
 
 // handleReaction fires reaction:received for a person's reaction.
-func (b *Bot) handleReaction(ctx context.Context, ev *event.Event) {
-	if !b.authorized(ev.Sender, ev.RoomID) {
+func (b *Bot) handleReaction(ctx context.Context, w *world, ev *event.Event) {
+	if !b.authorized(w, ev.Sender, ev.RoomID) {
 		return
 	}
 	rel := ev.Content.AsReaction().GetRelatesTo()
 	if rel == nil || rel.Type != event.RelAnnotation {
 		return
 	}
-	if b.answerCardReaction(ctx, ev, rel.EventID, rel.Key) {
+	if b.answerCardReaction(ctx, w, ev, rel.EventID, rel.Key) {
 		zerolog.Ctx(ctx).Info().Msg("tool call approval answered by a reaction")
 		return
 	}
@@ -286,9 +295,9 @@ func (b *Bot) trackMembers(ctx context.Context, batch matrixio.SyncBatch) error 
 
 // handleMember fires room:member_joined the first time a person joins a
 // room (ever) and room:member_left when a person leaves on their own.
-func (b *Bot) handleMember(ctx context.Context, ev *event.Event) {
+func (b *Bot) handleMember(ctx context.Context, w *world, ev *event.Event) {
 	user := id.UserID(*ev.StateKey)
-	if b.isManaged(user) {
+	if w.isManaged(user) {
 		return
 	}
 	m := ev.Content.AsMember()
@@ -377,11 +386,11 @@ func hookOriginOf(ev *event.Event) (hookOrigin, bool) {
 // when it names none (the server's own action, such as a
 // room:member_joined hook welcoming someone not yet authorized), the
 // account that posted it, without an authorization check.
-func (b *Bot) hookRequester(ev *event.Event, o hookOrigin) (requester id.UserID, ok bool) {
+func (b *Bot) hookRequester(w *world, ev *event.Event, o hookOrigin) (requester id.UserID, ok bool) {
 	if o.originalSender == "" {
 		return ev.Sender, true
 	}
-	return o.originalSender, b.authorized(o.originalSender, ev.RoomID)
+	return o.originalSender, b.authorized(w, o.originalSender, ev.RoomID)
 }
 
 // handleHookMessage runs a message a hook sent with TriggerDispatch
@@ -391,14 +400,14 @@ func (b *Bot) hookRequester(ev *event.Event, o hookOrigin) (requester id.UserID,
 // recorded but not dispatched, which stops feedback loops between hooks.
 // A schedule's message (source kind scheduled, depth 0) takes the same
 // path on behalf of the schedule's creator, who must still be authorized.
-func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrigin, replayed bool) bool {
+func (b *Bot) handleHookMessage(ctx context.Context, w *world, ev *event.Event, o hookOrigin, replayed bool) bool {
 	log := zerolog.Ctx(ctx).With().Str("hook_source", o.source).Int("depth", o.depth).Logger()
 	ctx = log.WithContext(hooks.WithDepth(ctx, o.depth))
 	if o.depth >= 2 {
 		log.Debug().Msg("not dispatching a hook message more than one hop deep")
 		return false
 	}
-	requester, ok := b.hookRequester(ev, o)
+	requester, ok := b.hookRequester(w, ev, o)
 	if !ok {
 		log.Info().Stringer("requester", requester).Msg("not dispatching a hook message for an unauthorized person")
 		return false
@@ -407,7 +416,7 @@ func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrig
 	if msg == nil {
 		return false
 	}
-	env := b.envelope(ev, msg)
+	env := b.envelope(w, ev, msg)
 	env.RequesterID = requester
 	env.SourceKind, env.HookSource, env.Depth = o.kind, o.source, o.depth
 	reg := b.live.Load()
@@ -426,7 +435,6 @@ func (b *Bot) handleHookMessage(ctx context.Context, ev *event.Event, o hookOrig
 			return false
 		}
 	}
-	w := b.w()
 	decision, ok := b.route(ctx, w, ev, msg, env)
 	if !ok {
 		return false

@@ -42,7 +42,7 @@ func TestHookMessageRequester(t *testing.T) {
 			if !isHook || o.kind != hooks.SourceHookDispatch {
 				t.Fatalf("hookOriginOf = %+v, %v; want a hook_dispatch origin", o, isHook)
 			}
-			got, ok := b.hookRequester(ev, o)
+			got, ok := b.hookRequester(b.w(), ev, o)
 			if ok != tt.ok || (ok && got != tt.want) {
 				t.Errorf("hookRequester = %s, %v; want %s, %v", got, ok, tt.want, tt.ok)
 			}

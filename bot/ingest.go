@@ -110,7 +110,7 @@ func (b *Bot) markReady(ctx context.Context, e entity) {
 	b.ready[e.account.UserID()] = true
 	b.readyMu.Unlock()
 	zerolog.Ctx(ctx).Info().Stringer("account", e.account.UserID()).Msg("account caught up")
-	go b.emitLifecycleFor(context.WithoutCancel(ctx), botReady, e, "")
+	go b.emitLifecycleFor(context.WithoutCancel(ctx), b.w(), botReady, e, "")
 }
 
 // dispatcher hands inbox events to the pipeline: one ordered queue per

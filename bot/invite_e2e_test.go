@@ -183,10 +183,10 @@ func TestDirectMessageWithAnAgent(t *testing.T) {
 		_, remembered := rememberedDM(t, b, e.room, helper)
 		return !remembered && !b.invited.has(e.room, helper)
 	})
-	if got := b.agentsIn(e.room); len(got) != 0 {
+	if got := b.agentsOf(b.w(), e.room); len(got) != 0 {
 		t.Errorf("agents in the DM after the kick: %v", got)
 	}
-	if b.authorized(e.person.UserID, e.room) {
+	if b.authorized(b.w(), e.person.UserID, e.room) {
 		t.Error("alice is still authorized in a room hookroom left")
 	}
 	if n := e.llm.Count(); n != 3 {
@@ -211,7 +211,7 @@ func TestInviteFromUnauthorizedPersonIsDeclined(t *testing.T) {
 	if _, ok := rememberedDM(t, e.bot.bot, room, helper); ok {
 		t.Error("a declined room is remembered")
 	}
-	if e.bot.bot.authorized(mallory.UserID, room) {
+	if e.bot.bot.authorized(e.bot.bot.w(), mallory.UserID, room) {
 		t.Error("mallory is authorized in the room she invited the agent to")
 	}
 

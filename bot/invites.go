@@ -142,7 +142,7 @@ func (b *Bot) handleInvite(ctx context.Context, e entity, inv matrixio.Invite) e
 	switch {
 	case own:
 		return b.acceptInvite(ctx, e, inv, false)
-	case inv.Sender != "" && !b.isManaged(inv.Sender) && w.cfg.Authorization.MayInvite(inv.Sender):
+	case inv.Sender != "" && !w.isManaged(inv.Sender) && w.cfg.Authorization.MayInvite(inv.Sender):
 		return b.acceptInvite(ctx, e, inv, true)
 	default:
 		return b.declineInvite(ctx, e, inv)
@@ -281,8 +281,9 @@ func (b *Bot) forgetInvitedRoom(ctx context.Context, room id.RoomID, acct id.Use
 // kick it), and forgets the room. Configured rooms are never left.
 // handleMember calls it when a person leaves or is removed.
 func (b *Bot) leaveIfAlone(ctx context.Context, room id.RoomID) {
+	w := b.w()
 	var accts []*matrixio.Account
-	for _, e := range b.entities() {
+	for _, e := range b.entities(w) {
 		if b.invited.has(room, e.account.UserID()) {
 			accts = append(accts, e.account)
 		}
@@ -296,7 +297,7 @@ func (b *Bot) leaveIfAlone(ctx context.Context, room id.RoomID) {
 		return
 	}
 	for u := range members {
-		if !b.isManaged(u) {
+		if !w.isManaged(u) {
 			return
 		}
 	}
@@ -312,8 +313,8 @@ func (b *Bot) leaveIfAlone(ctx context.Context, room id.RoomID) {
 
 // routerIn reports whether the router is a member of room: every
 // configured room, and rooms it joined on an invite.
-func (b *Bot) routerIn(room id.RoomID) bool {
-	for _, rooms := range b.w().joined {
+func (b *Bot) routerIn(w *world, room id.RoomID) bool {
+	for _, rooms := range w.joined {
 		if slices.Contains(rooms, room) {
 			return true
 		}
@@ -324,20 +325,20 @@ func (b *Bot) routerIn(room id.RoomID) bool {
 // speakerIn returns the account that answers commands in room: the router
 // where it is a member, otherwise the room's first agent (a direct message
 // with an agent has no router).
-func (b *Bot) speakerIn(room id.RoomID) *matrixio.Account {
-	if b.routerIn(room) {
+func (b *Bot) speakerIn(w *world, room id.RoomID) *matrixio.Account {
+	if b.routerIn(w, room) {
 		return b.router
 	}
-	if names := b.agentsIn(room); len(names) > 0 {
-		return b.w().agents[names[0]]
+	if names := b.agentsOf(w, room); len(names) > 0 {
+		return w.agents[names[0]]
 	}
 	return b.router
 }
 
 // joinedRooms lists the rooms e is in: its configured rooms, then those it
 // joined on invites.
-func (b *Bot) joinedRooms(e entity) []id.RoomID {
-	rooms := slices.Clone(b.w().joined[e.name])
+func (b *Bot) joinedRooms(w *world, e entity) []id.RoomID {
+	rooms := slices.Clone(w.joined[e.name])
 	for _, r := range b.invited.roomsOf(e.account.UserID()) {
 		if !slices.Contains(rooms, r) {
 			rooms = append(rooms, r)

@@ -95,7 +95,7 @@ func TestAuthorizedInInvitedRooms(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := offlineBot(t, "authorization: "+tt.auth+"\n", dm, byBot)
 			b.w().cfg.Matrix.BotAccounts = tt.bots
-			if got := b.authorized(tt.user, tt.room); got != tt.want {
+			if got := b.authorized(b.w(), tt.user, tt.room); got != tt.want {
 				t.Errorf("authorized(%s, %s) = %v, want %v", tt.user, tt.room, got, tt.want)
 			}
 		})

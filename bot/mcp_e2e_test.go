@@ -72,7 +72,7 @@ func TestMCPToolEndToEnd(t *testing.T) {
 			return nil
 		}),
 	)
-	if got := e.bot.bot.toolsFor("helper").Names(); !slices.Equal(got, []string{"read_file", "current_time"}) {
+	if got := e.bot.bot.toolsFor(e.bot.bot.w(), "helper").Names(); !slices.Equal(got, []string{"read_file", "current_time"}) {
 		t.Fatalf("helper's tools = %v", got)
 	}
 	args := `{"path":"` + note + `"}`

@@ -98,7 +98,7 @@ func TestMCPToolListChangedReachesAgents(t *testing.T) {
 	}
 	b := &Bot{log: zerolog.Nop()}
 	b.state.Store(w)
-	if got := b.toolsFor("a").Names(); !slices.Equal(got, []string{"echo"}) {
+	if got := b.toolsFor(b.w(), "a").Names(); !slices.Equal(got, []string{"echo"}) {
 		t.Fatalf("tools %v", got)
 	}
 	sdk.AddTool(web.MCP, &sdk.Tool{Name: "shout", Description: "Shouts."},
@@ -106,9 +106,9 @@ func TestMCPToolListChangedReachesAgents(t *testing.T) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.ToUpper(a.Text)}}}, nil, nil
 		})
 	testkit.Eventually(t, 30*time.Second, "the agent's tools are echo and shout after tools/list_changed", func() bool {
-		return slices.Equal(b.toolsFor("a").Names(), []string{"echo", "shout"})
+		return slices.Equal(b.toolsFor(b.w(), "a").Names(), []string{"echo", "shout"})
 	})
-	tool, _ := b.toolsFor("a").Get("shout")
+	tool, _ := b.toolsFor(b.w(), "a").Get("shout")
 	if got, err := tool.Call(context.Background(), json.RawMessage(`{"text":"hi"}`)); err != nil || got != "HI" {
 		t.Errorf("shout = %q, %v", got, err)
 	}

@@ -145,7 +145,7 @@ func (a adminBackend) Ready(ctx context.Context) []string {
 	}
 	b.readyMu.Lock()
 	defer b.readyMu.Unlock()
-	for _, e := range b.entities() {
+	for _, e := range b.entities(b.w()) {
 		if !b.ready[e.account.UserID()] {
 			reasons = append(reasons, fmt.Sprintf("account %s: first sync not caught up yet", e.account.UserID()))
 		}
@@ -177,16 +177,17 @@ func (a adminBackend) Agents() []admin.Agent {
 	}
 	b.readyMu.Unlock()
 	var out []admin.Agent
-	for _, e := range b.entities() {
+	w := b.w()
+	for _, e := range b.entities(w) {
 		ag := admin.Agent{Name: string(e.name), Router: e.router, UserID: e.account.UserID().String(), Rooms: []string{}, State: admin.AgentStarting}
 		if ready[e.account.UserID()] {
 			ag.State = admin.AgentReady
 		}
-		for _, r := range b.joinedRooms(e) {
+		for _, r := range b.joinedRooms(w, e) {
 			ag.Rooms = append(ag.Rooms, r.String())
 		}
 		if !e.router {
-			ag.Model = b.providerModel(e.name)
+			ag.Model = w.providerModel(e.name)
 		}
 		out = append(out, ag)
 	}
@@ -327,12 +328,13 @@ type countedModel struct {
 	agent, model string
 }
 
-// countModel wraps model so that its requests are counted for agent.
-func (b *Bot) countModel(agent hooks.AgentName, model agents.Model) agents.Model {
+// countModel wraps model so that its requests are counted for agent, whose
+// provider calls the model providerModel.
+func (b *Bot) countModel(agent hooks.AgentName, providerModel string, model agents.Model) agents.Model {
 	if b.ops.metrics == nil || model == nil {
 		return model
 	}
-	return countedModel{Model: model, m: b.ops.metrics, agent: string(agent), model: b.providerModel(agent)}
+	return countedModel{Model: model, m: b.ops.metrics, agent: string(agent), model: providerModel}
 }
 
 func (c countedModel) Stream(ctx context.Context, req *agents.Request) (agents.Stream, error) {

@@ -191,14 +191,14 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	rep.Took = time.Since(start)
 	for user, e := range old.accounts {
 		if _, kept := next.accounts[user]; !kept {
-			b.emitLifecycleFor(ctx, hooks.AgentStopped, e, "removed from config.yaml")
+			b.emitLifecycleFor(ctx, old, hooks.AgentStopped, e, "removed from config.yaml")
 			b.syncs.remove(user)
 			e.account.SetPresence(ctx, event.PresenceOffline)
 		}
 	}
 	for user, e := range next.accounts {
 		if _, had := old.accounts[user]; !had {
-			b.emitLifecycleFor(ctx, hooks.AgentStarted, e, "")
+			b.emitLifecycleFor(ctx, next, hooks.AgentStarted, e, "")
 			b.syncs.add(b, e)
 			e.account.SetPresence(ctx, event.PresenceOnline)
 		}

@@ -20,7 +20,6 @@ import (
 
 // agentsIn returns the agents in room, by name: those config.yaml puts
 // there and those that joined it on a person's invite.
-func (b *Bot) agentsIn(room id.RoomID) []hooks.AgentName { return b.agentsOf(b.w(), room) }
 
 // agentsOf is agentsIn in the world w.
 func (b *Bot) agentsOf(w *world, room id.RoomID) []hooks.AgentName {
@@ -212,7 +211,7 @@ func agentNamedIn(answer string, candidates []hooks.AgentName) (hooks.AgentName,
 
 // handoff posts the router's visible note that an agent takes over.
 func (b *Bot) handoff(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, agent hooks.AgentName) {
-	if !b.routerIn(ev.RoomID) {
+	if !b.routerIn(w, ev.RoomID) {
 		return // a room agents joined on invites, without the router
 	}
 	acct := w.agents[agent]

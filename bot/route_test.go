@@ -176,6 +176,7 @@ func TestUserError(t *testing.T) {
 		{"bad request", &agents.ModelError{StatusCode: 400, Message: "context too long"}, "the model returned an error."},
 		{"wrapped", fmt.Errorf("failed to run turn: %w", &agents.ModelError{StatusCode: 429}), "the model is busy (rate limited); try again in a moment."},
 		{"too many tools", fmt.Errorf("failed: %w", agents.ErrToolIterations), "it needed too many tool calls."},
+		{"the turn's deadline", errTurnTimeout, "it took longer than 10m0s."},
 		{"anything else", errors.New("connection reset by peer"), "the model call failed."},
 	}
 	for _, tt := range tests {

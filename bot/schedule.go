@@ -23,9 +23,12 @@ import (
 // the database.
 const maxSchedulesPerPerson = 50
 
-// scheduleGrace is the configured schedules.missed_grace.
-func (b *Bot) scheduleGrace() time.Duration {
-	return time.Duration(b.w().cfg.Schedules.MissedGrace)
+// scheduleGrace is the configured schedules.missed_grace (the runner's
+// Grace).
+func (b *Bot) scheduleGrace() time.Duration { return b.w().scheduleGrace() }
+
+func (w *world) scheduleGrace() time.Duration {
+	return time.Duration(w.cfg.Schedules.MissedGrace)
 }
 
 // runSchedules fires due schedules until ctx ends.
@@ -49,7 +52,8 @@ func (b *Bot) fireSchedule(ctx context.Context, f schedule.Firing) (id.EventID, 
 	t := f.Task
 	log := zerolog.Ctx(ctx).With().Str("task", t.ID).Stringer("room_id", t.RoomID).Time("due", f.Due).Logger()
 	ctx = log.WithContext(ctx)
-	acct := b.speakerIn(t.RoomID)
+	w := b.w() // one world for the whole firing
+	acct := b.speakerIn(w, t.RoomID)
 	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(id.EventID(f.TxnKey()), "schedule"), ThreadRoot: t.ThreadID}
 	if t.ThreadID != "" {
 		if latest, err := acct.LatestThreadEvent(ctx, t.RoomID, t.ThreadID); err == nil {
@@ -57,15 +61,15 @@ func (b *Bot) fireSchedule(ctx context.Context, f schedule.Firing) (id.EventID, 
 		}
 	}
 	if f.Missed {
-		log.Warn().Dur("late", time.Since(f.Due)).Dur("grace", b.scheduleGrace()).Msg("scheduled task missed: not run")
+		log.Warn().Dur("late", time.Since(f.Due)).Dur("grace", w.scheduleGrace()).Msg("scheduled task missed: not run")
 		opts.Notice = true
-		evID, err := acct.SendText(ctx, t.RoomID, missedNotice(f, b.scheduleGrace()), opts)
+		evID, err := acct.SendText(ctx, t.RoomID, missedNotice(f, w.scheduleGrace()), opts)
 		if err != nil {
 			return "", fmt.Errorf("failed to post the missed-schedule notice: %w", err)
 		}
 		return evID, nil
 	}
-	if !b.authorized(t.CreatedBy, t.RoomID) {
+	if !b.authorized(w, t.CreatedBy, t.RoomID) {
 		log.Warn().Stringer("created_by", t.CreatedBy).Msg("scheduled task not run: its creator may no longer talk to agents in this room")
 		return "", nil
 	}
@@ -96,7 +100,7 @@ func (b *Bot) fireSchedule(ctx context.Context, f schedule.Firing) (id.EventID, 
 		keyDepth:          0,
 		keyOriginalSender: string(t.CreatedBy),
 	}
-	if acct := b.w().agents[t.Agent]; t.Agent != "" && acct != nil {
+	if acct := w.agents[t.Agent]; t.Agent != "" && acct != nil {
 		opts.Mentions = []id.UserID{acct.UserID()}
 	}
 	evID, err := acct.SendText(ctx, t.RoomID, text, opts)
@@ -124,13 +128,13 @@ const scheduleHelp = "Write `!schedule <when> <message>`, where <when> is one of
 
 // parseSchedule reads a schedule request: a plain form, or, when it is none
 // and the router has a model, whatever the model makes of it.
-func (b *Bot) parseSchedule(ctx context.Context, req string, now time.Time) (schedule.Spec, string, error) {
-	zone := b.w().cfg.Schedules.Location()
+func (b *Bot) parseSchedule(ctx context.Context, w *world, req string, now time.Time) (schedule.Spec, string, error) {
+	zone := w.cfg.Schedules.Location()
 	spec, msg, err := schedule.Parse(req, now, zone)
 	if err == nil || !errors.Is(err, schedule.ErrUnknownForm) {
 		return spec, msg, err
 	}
-	when, text, ok := b.askScheduleModel(ctx, req, now, zone)
+	when, text, ok := b.askScheduleModel(ctx, w, req, now, zone)
 	if !ok {
 		return schedule.Spec{}, "", err
 	}
@@ -150,8 +154,7 @@ var scheduleSchema = json.RawMessage(`{"type":"object","properties":{` +
 
 // askScheduleModel asks the router's model to turn a free-form schedule
 // request into one of the plain forms and a message (structured output).
-func (b *Bot) askScheduleModel(ctx context.Context, req string, now time.Time, zone *time.Location) (when, msg string, ok bool) {
-	w := b.w()
+func (b *Bot) askScheduleModel(ctx context.Context, w *world, req string, now time.Time, zone *time.Location) (when, msg string, ok bool) {
 	model, found := w.models[w.cfg.Router.Model]
 	if !found || w.specs[w.cfg.Router.Model].Provider == agents.ProviderEcho {
 		return "", "", false
@@ -216,13 +219,13 @@ func (b *Bot) createSchedule(ctx context.Context, t schedule.Task) (schedule.Tas
 }
 
 // scheduleCommand answers !schedule <when> <message>.
-func (b *Bot) scheduleCommand(ctx context.Context, room id.RoomID, thread id.EventID, requester id.UserID, req string) string {
+func (b *Bot) scheduleCommand(ctx context.Context, w *world, room id.RoomID, thread id.EventID, requester id.UserID, req string) string {
 	req = strings.TrimSpace(req)
 	if req == "" {
 		return scheduleHelp
 	}
 	now := time.Now()
-	spec, msg, err := b.parseSchedule(ctx, req, now)
+	spec, msg, err := b.parseSchedule(ctx, w, req, now)
 	if err != nil {
 		if errors.Is(err, schedule.ErrUnknownForm) {
 			return "I could not read a time in that. " + scheduleHelp
@@ -242,7 +245,7 @@ func (b *Bot) scheduleCommand(ctx context.Context, room id.RoomID, thread id.Eve
 }
 
 // schedulesCommand answers !schedules: the active schedules of the room.
-func (b *Bot) schedulesCommand(ctx context.Context, room id.RoomID) string {
+func (b *Bot) schedulesCommand(ctx context.Context, w *world, room id.RoomID) string {
 	tasks, err := b.sched.Active(ctx, room)
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to list schedules")
@@ -255,7 +258,7 @@ func (b *Bot) schedulesCommand(ctx context.Context, room id.RoomID) string {
 	for _, t := range tasks {
 		fmt.Fprintf(&s, "- `%s` %s — next %s — by %s", t.ID, t.Spec.Desc, schedule.FormatTime(t.NextRun, t.Spec.Zone), t.CreatedBy)
 		if t.Agent != "" {
-			fmt.Fprintf(&s, " (via %s)", b.displayName(t.Agent))
+			fmt.Fprintf(&s, " (via %s)", w.displayName(t.Agent))
 		}
 		fmt.Fprintf(&s, ": %s\n", truncate(strings.Join(strings.Fields(t.Message), " "), 120))
 	}
@@ -264,11 +267,11 @@ func (b *Bot) schedulesCommand(ctx context.Context, room id.RoomID) string {
 
 // unscheduleCommand answers !unschedule ID: the schedule's creator or a
 // global user may cancel it, from its room (global users from anywhere).
-func (b *Bot) unscheduleCommand(ctx context.Context, room id.RoomID, requester id.UserID, args []string) string {
+func (b *Bot) unscheduleCommand(ctx context.Context, w *world, room id.RoomID, requester id.UserID, args []string) string {
 	if len(args) != 1 {
 		return "Write `!unschedule ID` (`!schedules` lists the ids)."
 	}
-	msg, err := b.cancelSchedule(ctx, room, requester, strings.Trim(args[0], "`"))
+	msg, err := b.cancelSchedule(ctx, w, room, requester, strings.Trim(args[0], "`"))
 	if err != nil {
 		return err.Error()
 	}
@@ -277,8 +280,8 @@ func (b *Bot) unscheduleCommand(ctx context.Context, room id.RoomID, requester i
 
 // cancelSchedule cancels a schedule for requester, who must be its creator
 // or a global user, in its room; errors are meant for the person.
-func (b *Bot) cancelSchedule(ctx context.Context, room id.RoomID, requester id.UserID, taskID string) (string, error) {
-	admin := slices.Contains(b.w().cfg.Authorization.GlobalUsers, requester)
+func (b *Bot) cancelSchedule(ctx context.Context, w *world, room id.RoomID, requester id.UserID, taskID string) (string, error) {
+	admin := slices.Contains(w.cfg.Authorization.GlobalUsers, requester)
 	t, err := b.sched.Get(ctx, taskID)
 	if errors.Is(err, schedule.ErrNotFound) || (err == nil && t.RoomID != room && !admin) {
 		return "", fmt.Errorf("no schedule %q in this room", taskID)
@@ -305,7 +308,7 @@ func (b *Bot) cancelSchedule(ctx context.Context, room id.RoomID, requester id.U
 
 // scheduleTool answers the schedule tool for the room, thread, person and
 // agent of the call.
-func (b *Bot) scheduleTool(ctx context.Context, a agents.ScheduleArgs) (string, error) {
+func (b *Bot) scheduleTool(ctx context.Context, w *world, a agents.ScheduleArgs) (string, error) {
 	call, ok := agents.ToolCallFrom(ctx)
 	if !ok || call.RoomID == "" || call.RequesterID == "" {
 		return "", errors.New("scheduling needs a conversation with a person")
@@ -316,7 +319,7 @@ func (b *Bot) scheduleTool(ctx context.Context, a agents.ScheduleArgs) (string, 
 			return "", errors.New("create needs when and message")
 		}
 		now := time.Now()
-		spec, _, err := schedule.Parse(a.When+" x", now, b.w().cfg.Schedules.Location())
+		spec, _, err := schedule.Parse(a.When+" x", now, w.cfg.Schedules.Location())
 		if err != nil {
 			return "", fmt.Errorf("cannot read when %q: %w; use one of the forms in the tool description", a.When, err)
 		}
@@ -346,7 +349,7 @@ func (b *Bot) scheduleTool(ctx context.Context, a agents.ScheduleArgs) (string, 
 		}
 		return toolJSON(map[string]any{"schedules": out})
 	case "cancel":
-		msg, err := b.cancelSchedule(ctx, call.RoomID, call.RequesterID, strings.TrimSpace(a.ID))
+		msg, err := b.cancelSchedule(ctx, w, call.RoomID, call.RequesterID, strings.TrimSpace(a.ID))
 		if err != nil {
 			return "", err
 		}

@@ -49,7 +49,7 @@ func TestScheduleCommands(t *testing.T) {
 		}
 		return m[1]
 	}
-	daily := idOf(b.scheduleCommand(ctx, room, thread, alice, "every weekday at 9:00 stand-up"))
+	daily := idOf(b.scheduleCommand(ctx, b.w(), room, thread, alice, "every weekday at 9:00 stand-up"))
 	task, err := store.Get(ctx, daily)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestScheduleCommands(t *testing.T) {
 		task.Spec.Zone.String() != "Europe/Berlin" || task.NextRun.In(task.Spec.Zone).Hour() != 9 {
 		t.Fatalf("stored %+v", task)
 	}
-	soon := idOf(b.scheduleCommand(ctx, room, "", bob, "in 10 minutes tea"))
+	soon := idOf(b.scheduleCommand(ctx, b.w(), room, "", bob, "in 10 minutes tea"))
 
 	for _, tc := range []struct{ name, req, want string }{
 		{"no request", "", "Write `!schedule <when> <message>`"},
@@ -66,17 +66,17 @@ func TestScheduleCommands(t *testing.T) {
 		{"a mistake in a known form", "on 2020-01-01 at 9:00 too late", "Not scheduled: Wed 2020-01-01 09:00:00 CET has passed"},
 		{"no message", "in 5 minutes", "Not scheduled: nothing to post"},
 	} {
-		if got := b.scheduleCommand(ctx, room, thread, alice, tc.req); !strings.HasPrefix(got, tc.want) {
+		if got := b.scheduleCommand(ctx, b.w(), room, thread, alice, tc.req); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: %q, want it to start with %q", tc.name, got, tc.want)
 		}
 	}
 
-	list := b.schedulesCommand(ctx, room)
+	list := b.schedulesCommand(ctx, b.w(), room)
 	if !strings.Contains(list, "`"+soon+"` once, ") || !strings.Contains(list, "`"+daily+"` every weekday at 09:00 (Europe/Berlin)") ||
 		strings.Index(list, soon) > strings.Index(list, daily) || !strings.Contains(list, "by @alice:localhost: stand-up") {
 		t.Errorf("!schedules: %q", list)
 	}
-	if got := b.schedulesCommand(ctx, other); !strings.HasPrefix(got, "No schedules in this room.") {
+	if got := b.schedulesCommand(ctx, b.w(), other); !strings.HasPrefix(got, "No schedules in this room.") {
 		t.Errorf("!schedules elsewhere: %q", got)
 	}
 
@@ -95,7 +95,7 @@ func TestScheduleCommands(t *testing.T) {
 		{"again", room, alice, []string{daily}, "is not active (cancelled)"},
 		{"an administrator, from another room", other, admin, []string{"`" + soon + "`"}, "Cancelled schedule `" + soon + "`"},
 	} {
-		if got := b.unscheduleCommand(ctx, tc.room, tc.who, tc.args); !strings.Contains(got, tc.want) {
+		if got := b.unscheduleCommand(ctx, b.w(), tc.room, tc.who, tc.args); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}

@@ -232,9 +232,8 @@ func applyTools(ctx context.Context, w *world) error {
 	return nil
 }
 
-// toolsFor builds the tools an agent may call.
-func (b *Bot) toolsFor(agent hooks.AgentName) *agents.Toolset {
-	w := b.w()
+// toolsFor builds the tools an agent of w may call, for a turn in w.
+func (b *Bot) toolsFor(w *world, agent hooks.AgentName) *agents.Toolset {
 	var tools []agents.Tool
 	for _, info := range w.effectiveTools(&b.log)[agent] {
 		switch {
@@ -248,7 +247,9 @@ func (b *Bot) toolsFor(agent hooks.AgentName) *agents.Toolset {
 		case info.Source == SourceBuiltin && info.Name == agents.ToolRoomInfo:
 			tools = append(tools, agents.RoomInfoTool(b.roomInfo))
 		case info.Source == SourceBuiltin && info.Name == agents.ToolSchedule:
-			tools = append(tools, agents.ScheduleTool(b.scheduleTool))
+			tools = append(tools, agents.ScheduleTool(func(ctx context.Context, a agents.ScheduleArgs) (string, error) {
+				return b.scheduleTool(ctx, w, a)
+			}))
 		case w.plugins != nil:
 			if t, ok := w.plugins.Tool(info.Name); ok {
 				tools = append(tools, pluginTool{b: b, set: w.plugins, tool: t})

@@ -219,7 +219,7 @@ func TestPluginToolGetsTheTurnsContext(t *testing.T) {
 	}
 	b := &Bot{}
 	b.state.Store(&world{cfg: cfg, plugins: set, tools: resolved})
-	ts := b.toolsFor("a")
+	ts := b.toolsFor(b.w(), "a")
 	if got := ts.Names(); !reflect.DeepEqual(got, []string{"search", "fetch"}) {
 		t.Fatalf("tools %q", got)
 	}

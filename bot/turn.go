@@ -36,14 +36,33 @@ const (
 	stopKey              = "🛑"
 )
 
+// replyAccount is what a turn needs of the Matrix account it answers
+// with: the agent's *matrixio.Account, or a fake in unit tests that run a
+// turn without a homeserver (turn_test.go). Its methods are called from
+// the turn's goroutines: the turn's own, its streaming loop and its typing
+// notice.
+type replyAccount interface {
+	UserID() id.UserID
+	SendText(ctx context.Context, room id.RoomID, text string, opts matrixio.SendOptions) (id.EventID, error)
+	Edit(ctx context.Context, room id.RoomID, target id.EventID, text string, opts matrixio.SendOptions) (id.EventID, error)
+	Redact(ctx context.Context, room id.RoomID, target id.EventID, reason string) (id.EventID, error)
+	SetTyping(ctx context.Context, room id.RoomID, typing bool, timeout time.Duration) error
+	// SyncPosition and FindSent find a message a send may have posted
+	// without the turn learning its id (see delivery.go).
+	SyncPosition(ctx context.Context) (string, error)
+	FindSent(ctx context.Context, room id.RoomID, since, txnKey string) ([]id.EventID, error)
+}
+
+var _ replyAccount = (*matrixio.Account)(nil)
+
 // turn is one agent's answer to one message.
 type turn struct {
 	b        *Bot
 	ev       *event.Event
 	env      hooks.Envelope
 	agent    hooks.AgentName
-	acct     *matrixio.Account
-	w        *world // the world the message was routed in
+	acct     replyAccount // the agent's account in w
+	w        *world       // the world the message was routed in
 	reg      *hooks.Registry
 	scope    string
 	replayed bool
@@ -152,12 +171,20 @@ func (b *Bot) scopeKey(env hooks.Envelope) string {
 // w is the world the message was routed in; the turn keeps using it (its
 // agent's account, model and settings) even when a reload replaces it.
 func (b *Bot) startTurn(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, reg *hooks.Registry, replayed bool) {
-	env.AgentName = agent
 	acct := w.agents[agent]
 	if acct == nil { // routing only picks agents of w
 		zerolog.Ctx(ctx).Error().Str("agent", string(agent)).Msg("not answering: the routed agent has no account")
 		return
 	}
+	t := b.newTurn(ctx, w, ev, env, agent, acct, reg, replayed)
+	b.turnsByEvent.queue(ev.ID, t.scope)
+	b.turns.run(ctx, t.scope, func(ctx context.Context) { t.run(t.log.WithContext(ctx)) })
+}
+
+// newTurn prepares agent's answer to ev, with acct (the agent's account
+// in w), before it is queued behind its thread's earlier turns.
+func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, acct replyAccount, reg *hooks.Registry, replayed bool) *turn {
+	env.AgentName = agent
 	t := &turn{
 		b: b, w: w, ev: ev, env: env, agent: agent, acct: acct, reg: reg,
 		scope: b.scopeKey(env), replayed: replayed, runKey: newRunKey(),
@@ -165,8 +192,7 @@ func (b *Bot) startTurn(ctx context.Context, w *world, ev *event.Event, env hook
 		stages: newTurnStages(ctx, b.ops.metrics),
 	}
 	t.stages.mark(metrics.StageRouted)
-	b.turnsByEvent.queue(ev.ID, t.scope)
-	b.turns.run(ctx, t.scope, func(ctx context.Context) { t.run(t.log.WithContext(ctx)) })
+	return t
 }
 
 // run carries the turn from claim to delivery; exactly one of
@@ -239,7 +265,7 @@ func (t *turn) run(parent context.Context) {
 	go func() { defer close(deliveryDone); t.stream(deliverCtx) }()
 
 	res, runErr := agents.Run(ctx, agents.RunRequest{
-		Model: t.model(), Messages: msgs, Tools: t.b.toolsFor(t.agent),
+		Model: t.model(), Messages: msgs, Tools: t.b.toolsFor(t.w, t.agent),
 		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
 		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
 		OnText: t.onText, NeedsApproval: t.needsApproval, Approve: t.approve,
@@ -250,6 +276,8 @@ func (t *turn) run(parent context.Context) {
 
 	if runErr == nil {
 		runErr = context.Cause(ctx) // stopped just as the model finished
+	} else if cause := context.Cause(ctx); errors.Is(cause, errTurnTimeout) {
+		runErr = cause // the turn's deadline cut the model (or a tool) short
 	}
 	if runErr != nil {
 		if parent.Err() != nil {
@@ -693,11 +721,11 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		kind = hooks.DeliveryEdited
 	}
 	evID, err := t.post(ctx, text, reply, "reply", nil)
-	t.endTyping() // after the reply: in the background, off its path
 	if err != nil {
-		t.fail(ctx, hooks.CancelDeliveryError, err)
+		t.fail(ctx, hooks.CancelDeliveryError, err) // ends typing after its notice
 		return
 	}
+	t.endTyping() // after the reply: in the background, off its path
 	t.stages.mark(metrics.StageFirstVisible)
 	t.stages.mark(metrics.StageFinal)
 	// The stored turn is the enriched prompt and what the model said, with
@@ -807,6 +835,9 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 // userError is what a person sees of a model error: short, without
 // internals.
 func userError(err error) string {
+	if errors.Is(err, errTurnTimeout) {
+		return fmt.Sprintf("it took longer than %s.", turnTimeout)
+	}
 	var me *agents.ModelError
 	if errors.As(err, &me) {
 		switch {

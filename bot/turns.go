@@ -9,7 +9,6 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents"
-	"github.com/hookroom/hookroom/hooks"
 )
 
 // turnQueues runs turns one at a time per conversation scope (a thread),
@@ -144,18 +143,9 @@ func (x *turnIndex) stop(target id.EventID, cause error, viaReply bool) (scope s
 	return it.scope, true
 }
 
-// modelName is the model an agent runs on.
-func (b *Bot) modelName(agent hooks.AgentName) string {
-	return b.w().cfg.Agents[string(agent)].Model
-}
-
-func (b *Bot) modelFor(agent hooks.AgentName) agents.Model {
-	return b.countModel(agent, b.w().models[b.modelName(agent)])
-}
-
 // model is the turn's agent's model in the world the turn started in.
 func (t *turn) model() agents.Model {
-	return t.b.countModel(t.agent, t.w.models[t.w.cfg.Agents[string(t.agent)].Model])
+	return t.b.countModel(t.agent, t.w.providerModel(t.agent), t.w.models[t.w.cfg.Agents[string(t.agent)].Model])
 }
 
 // roomInfo answers the room_info tool for the room of the call.

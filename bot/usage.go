@@ -37,16 +37,16 @@ func (t *turn) tokenUsage() hooks.TokenUsage {
 		total = u.PromptTokens + u.CompletionTokens
 	}
 	return hooks.TokenUsage{
-		Model: t.b.providerModel(t.agent), InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+		Model: t.w.providerModel(t.agent), InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
 		CachedTokens: u.CachedTokens, TotalTokens: total, ModelCalls: calls,
 	}
 }
 
 // providerModel is the model id the agent's provider is asked for ("gpt-4o-mini"),
 // or the name of its models entry when the provider takes none (echo).
-func (b *Bot) providerModel(agent hooks.AgentName) string {
-	name := b.modelName(agent)
-	return cmpOr(b.w().specs[name].Model, name)
+func (w *world) providerModel(agent hooks.AgentName) string {
+	name := w.cfg.Agents[string(agent)].Model
+	return cmpOr(w.specs[name].Model, name)
 }
 
 // handled marks the turn's message handled and records what its model
@@ -71,8 +71,8 @@ func (t *turn) handled(ctx context.Context) error {
 }
 
 // budgets are the daily token budgets that apply to a turn of agent.
-func (b *Bot) budgets(agent hooks.AgentName) tokens.Budgets {
-	cfg := b.w().cfg
+func (w *world) budgets(agent hooks.AgentName) tokens.Budgets {
+	cfg := w.cfg
 	return tokens.Budgets{PerUser: cfg.Usage.DailyTokensPerUser, PerAgent: cfg.Agents[string(agent)].DailyTokens(cfg.Usage)}
 }
 
@@ -83,7 +83,7 @@ func (b *Bot) budgets(agent hooks.AgentName) tokens.Budgets {
 // failing), the turn goes on.
 func (t *turn) overBudget(ctx context.Context) bool {
 	now := time.Now()
-	ex, err := t.b.usage.Check(ctx, now, t.agent, t.env.RequesterID, t.b.budgets(t.agent))
+	ex, err := t.b.usage.Check(ctx, now, t.agent, t.env.RequesterID, t.w.budgets(t.agent))
 	if err != nil {
 		t.log.Error().Err(err).Msg("failed to check the daily token budgets; answering anyway")
 		return false
@@ -94,7 +94,7 @@ func (t *turn) overBudget(ctx context.Context) bool {
 	t.log.Info().Str("budget", string(ex.Scope)).Int64("limit", ex.Limit).Int64("used", ex.Used).Msg("daily token budget used up; not calling the model")
 	opts := t.sendOptions("budget")
 	opts.Notice = true
-	notice := budgetNotice(ex, t.b.displayName(t.agent), now)
+	notice := budgetNotice(ex, t.w.displayName(t.agent), now)
 	t.mu.Lock()
 	evID := t.reply // what the last run posted (replays)
 	t.mu.Unlock()
@@ -158,8 +158,8 @@ func groupDigits(n int64) string {
 }
 
 // displayName is how an agent is named to people.
-func (b *Bot) displayName(agent hooks.AgentName) string {
-	return cmpOr(b.w().cfg.Agents[string(agent)].DisplayName, string(agent))
+func (w *world) displayName(agent hooks.AgentName) string {
+	return cmpOr(w.cfg.Agents[string(agent)].DisplayName, string(agent))
 }
 
 const usageHelp = "`!usage` shows the tokens the agents used in this room; `!usage all` in every room (administrators)."
@@ -167,7 +167,7 @@ const usageHelp = "`!usage` shows the tokens the agents used in this room; `!usa
 // usageCommand answers !usage (this room) and !usage all (every room;
 // global users only): per agent, the tokens of today and of this month
 // (UTC), then the asker's own usage today and the budgets that apply.
-func (b *Bot) usageCommand(ctx context.Context, room id.RoomID, asker id.UserID, args []string, admin bool) string {
+func (b *Bot) usageCommand(ctx context.Context, w *world, room id.RoomID, asker id.UserID, args []string, admin bool) string {
 	all := false
 	switch {
 	case len(args) == 0:
@@ -196,11 +196,11 @@ func (b *Bot) usageCommand(ctx context.Context, room id.RoomID, asker id.UserID,
 	// The room's agents, and any other agent that answered here this month.
 	var names []hooks.AgentName
 	if all {
-		for _, n := range b.w().cfg.AgentNames() {
+		for _, n := range w.cfg.AgentNames() {
 			names = append(names, hooks.AgentName(n))
 		}
 	} else {
-		names = b.agentsIn(room)
+		names = b.agentsOf(w, room)
 	}
 	for _, a := range byMonth {
 		if !slices.Contains(names, a.Agent) {
@@ -228,10 +228,10 @@ func (b *Bot) usageCommand(ctx context.Context, room id.RoomID, asker id.UserID,
 	}
 	for _, n := range names {
 		d, m := find(byDay, n), find(byMonth, n)
-		fmt.Fprintf(&s, "- **%s**: today %s · %s %s\n", b.displayName(n), totalsText(d), now.Format("January"), totalsText(m))
+		fmt.Fprintf(&s, "- **%s**: today %s · %s %s\n", w.displayName(n), totalsText(d), now.Format("January"), totalsText(m))
 	}
 
-	cfg := b.w().cfg
+	cfg := w.cfg
 	mine, err := b.usage.Sum(ctx, tokens.Filter{Requester: asker, Since: today})
 	if err != nil {
 		return b.usageFailed(ctx, err)
@@ -256,7 +256,7 @@ func (b *Bot) usageCommand(ctx context.Context, room id.RoomID, asker id.UserID,
 		if err != nil {
 			return b.usageFailed(ctx, err)
 		}
-		budgets = append(budgets, fmt.Sprintf("%s %s of %s", b.displayName(n), groupDigits(used.TotalTokens), groupDigits(int64(limit))))
+		budgets = append(budgets, fmt.Sprintf("%s %s of %s", w.displayName(n), groupDigits(used.TotalTokens), groupDigits(int64(limit))))
 	}
 	if len(budgets) > 0 {
 		s.WriteString("\nAgent budgets today, everywhere: " + strings.Join(budgets, "; ") + ".")

@@ -120,7 +120,7 @@ func TestUsageCommand(t *testing.T) {
 		{"unknown argument", []string{"yesterday"}, true, []string{"`!usage all`"}, []string{"Token usage"}},
 	}
 	for _, tc := range cases {
-		got := b.usageCommand(ctx, room, alice, tc.args, tc.admin)
+		got := b.usageCommand(ctx, b.w(), room, alice, tc.args, tc.admin)
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: %q lacks %q", tc.name, got, w)
@@ -135,7 +135,7 @@ func TestUsageCommand(t *testing.T) {
 
 	// Without budgets, the answer says so and mentions no reset.
 	b.state.Store(&world{cfg: &config.Config{Agents: map[string]config.Agent{"helper": {}}}, joined: map[hooks.AgentName][]id.RoomID{"helper": {room}}})
-	got := b.usageCommand(ctx, room, bob, nil, false)
+	got := b.usageCommand(ctx, b.w(), room, bob, nil, false)
 	if !strings.Contains(got, "You today: 0 tokens, everywhere (no daily budget per person).") || strings.Contains(got, "reset") {
 		t.Errorf("without budgets: %q", got)
 	}
