@@ -312,6 +312,22 @@ defaults: {streaming: %v}
 	})
 }
 
+// killedWhileSending is a turnCase.before for a replay whose killed run
+// recorded its intent to send the placeholder, which then landed as posted
+// (more than once, when a retry was not recognised) without the run
+// learning its event id.
+func killedWhileSending(t *testing.T, posted ...id.EventID) func(ctx context.Context, b *Bot, acct *fakeAccount) bool {
+	return func(ctx context.Context, b *Bot, acct *fakeAccount) bool {
+		key := matrixio.TxnKey(turnSource, placeholderKey)
+		in := tracking.Intent{Room: turnRoom, Part: 0, TxnKey: key, Run: "killed", Sender: acct.user, Since: "s0"}
+		if err := b.track.IntendReply(ctx, turnSource, in); err != nil {
+			t.Fatal(err)
+		}
+		acct.sent[key] = posted
+		return true
+	}
+}
+
 // words streams "The quick brown fox jumps over" in six pieces.
 var words = []string{"The ", "quick ", "brown ", "fox ", "jumps ", "over"}
 
@@ -504,15 +520,7 @@ func TestTurnDelivery(t *testing.T) {
 			name:      "a replay finds the placeholder its killed run posted unrecorded, and edits it",
 			streaming: false,
 			model:     pacedModel{pieces: words, gap: 100 * time.Millisecond},
-			before: func(ctx context.Context, b *Bot, acct *fakeAccount) bool {
-				key := matrixio.TxnKey(turnSource, placeholderKey)
-				in := tracking.Intent{Room: turnRoom, Part: 0, TxnKey: key, Run: "killed", Sender: acct.user, Since: "s0"}
-				if err := b.track.IntendReply(ctx, turnSource, in); err != nil {
-					t.Fatal(err)
-				}
-				acct.sent[key] = []id.EventID{"$posted"}
-				return true
-			},
+			before:    killedWhileSending(t, "$posted"),
 			transcript: []string{
 				`0s typing true`,
 				`600ms edit $posted "The quick brown fox jumps over"`,
@@ -524,15 +532,7 @@ func TestTurnDelivery(t *testing.T) {
 			name:      "a replay removes a copy of the placeholder that landed twice",
 			streaming: false,
 			model:     pacedModel{pieces: words, gap: 100 * time.Millisecond},
-			before: func(ctx context.Context, b *Bot, acct *fakeAccount) bool {
-				key := matrixio.TxnKey(turnSource, placeholderKey)
-				in := tracking.Intent{Room: turnRoom, Part: 0, TxnKey: key, Run: "killed", Sender: acct.user, Since: "s0"}
-				if err := b.track.IntendReply(ctx, turnSource, in); err != nil {
-					t.Fatal(err)
-				}
-				acct.sent[key] = []id.EventID{"$posted", "$copy"}
-				return true
-			},
+			before:    killedWhileSending(t, "$posted", "$copy"),
 			// (The redaction takes a moment, which orders it after the
 			// typing notice's end, in the background at the same time.)
 			slow: func(op accountOp) time.Duration {
