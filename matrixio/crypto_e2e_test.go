@@ -10,6 +10,8 @@ import (
 
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/matrixio/hstest"
+
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // Two accounts in a room created encrypted: what one sends (a Markdown
@@ -49,7 +51,7 @@ func TestEncryptedRoomRoundTrip(t *testing.T) {
 	for _, evID := range []id.EventID{msg, reaction} {
 		// GET /event lags a moment behind the send on Dendrite.
 		var raw *event.Event
-		eventually(t, 10*time.Second, func() (bool, string) {
+		testkit.Until(t, 10*time.Second, func() (bool, string) {
 			raw, err = receiver.Client().GetEvent(ctx, room, evID)
 			return err == nil, fmt.Sprintf("get %s: %v", evID, err)
 		})

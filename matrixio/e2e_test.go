@@ -592,23 +592,6 @@ func TestFirstSyncFlag(t *testing.T) {
 	}
 }
 
-// eventually polls cond until it holds or timeout passes, then fails with
-// cond's last message.
-func eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", timeout, msg)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // seenBySync syncs as cli (an independent client, from scratch) until all
 // events in want have appeared in room's timeline.
 func seenBySync(t testing.TB, cli *mautrix.Client, room id.RoomID, want ...id.EventID) {
@@ -618,7 +601,7 @@ func seenBySync(t testing.TB, cli *mautrix.Client, room id.RoomID, want ...id.Ev
 		missing[e] = true
 	}
 	since := ""
-	eventually(t, 15*time.Second, func() (bool, string) {
+	testkit.Until(t, 15*time.Second, func() (bool, string) {
 		resp, err := cli.FullSyncRequest(t.Context(), mautrix.ReqSync{
 			Since:    since,
 			Timeout:  1000,
@@ -684,7 +667,7 @@ func TestThreadReplyAndEditVisible(t *testing.T) {
 	}
 	// GET /event can lag a moment behind the send on Dendrite.
 	var seen *event.Event
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		seen, err = human.Client.GetEvent(ctx, roomID, reply)
 		return err == nil, fmt.Sprintf("get reply: %v", err)
 	})
@@ -703,7 +686,7 @@ func TestThreadReplyAndEditVisible(t *testing.T) {
 
 	// /relations is served from Dendrite's sync API, which learns about
 	// new events asynchronously.
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		latest, err = bot.LatestThreadEvent(ctx, roomID, root.EventID)
 		return err == nil && latest == reply, fmt.Sprintf("latest thread event = %s, %v; want the reply %s", latest, err, reply)
 	})
@@ -713,7 +696,7 @@ func TestThreadReplyAndEditVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seenEdit *event.Event
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		seenEdit, err = human.Client.GetEvent(ctx, roomID, edit)
 		return err == nil, fmt.Sprintf("get edit: %v", err)
 	})
@@ -731,7 +714,7 @@ func TestThreadReplyAndEditVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seenReact *event.Event
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		seenReact, err = human.Client.GetEvent(ctx, roomID, react)
 		return err == nil, fmt.Sprintf("get reaction: %v", err)
 	})
@@ -824,7 +807,7 @@ func TestTxnIdempotency(t *testing.T) {
 	}
 	// The keyed send (deduplicated) and the "other stage" send; /messages
 	// may lag behind sends, so wait for them, then make sure no third shows.
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		n := countOnce()
 		return n >= 2, fmt.Sprintf("room holds %d 'once' messages, want 2", n)
 	})
@@ -834,7 +817,7 @@ func TestTxnIdempotency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		resp, err := bot.Client().Messages(ctx, roomID, "", "", mautrix.DirectionBackward, nil, 50)
 		if err != nil {
 			return false, err.Error()
@@ -908,7 +891,7 @@ func TestStateMembersAndSpaces(t *testing.T) {
 		t.Errorf("joined = %v, want router and agent", joined)
 	}
 	// /members is served from Dendrite's sync API, which may lag a little.
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		members, err := router.Members(ctx, roomID)
 		if err != nil {
 			return false, err.Error()

@@ -15,6 +15,8 @@ import (
 
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/matrixio/hstest"
+
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // FindSent finds the account's own message by its transaction key after a
@@ -43,7 +45,7 @@ func TestFindSent(t *testing.T) {
 	// Dendrite's sync stream takes an event in a moment after its send
 	// returned: wait until the position covers it.
 	var since string
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		since = position()
 		found, err := bot.FindSent(ctx, room, "", before)
 		return err == nil && len(found) == 1 && found[0] == old, "the first message is not in the sync yet"
@@ -54,7 +56,7 @@ func TestFindSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		found, err := bot.FindSent(ctx, room, since, key)
 		return err == nil && len(found) > 0, "not found yet"
 	})
@@ -135,7 +137,7 @@ func TestSendRetryFindsLostAttempt(t *testing.T) {
 	// The room then holds exactly that one message (a second send under
 	// v3 would have posted another: Dendrite does not know the r0 one).
 	var msgs []id.EventID
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		resp, err := bot.Client().Messages(ctx, room, "", "", mautrix.DirectionBackward, nil, 50)
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +154,7 @@ func TestSendRetryFindsLostAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
 		resp, err := bot.Client().Messages(ctx, room, "", "", mautrix.DirectionBackward, nil, 50)
 		if err != nil {
 			t.Fatal(err)

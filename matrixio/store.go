@@ -11,15 +11,16 @@ import (
 	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/internal/database"
 )
 
-//go:embed upgrades/*.sql
-var upgradeFiles embed.FS
-
-// upgradeTable holds matrixio's own migrations, versioned in the
+// upgradeFiles are matrixio's own migrations, versioned in the
 // matrixio_version table so they never collide with other packages sharing
 // the database.
-var upgradeTable = dbutil.BuildUpgradeTable().WithFSPath(upgradeFiles, "upgrades").Finish()
+//
+//go:embed upgrades/*.sql
+var upgradeFiles embed.FS
 
 // Store persists what matrixio must remember across restarts: account
 // credentials (so the same device is reused) and the sync position of each
@@ -38,16 +39,13 @@ var _ mautrix.SyncStore = (*Store)(nil)
 
 // NewStore returns a Store on db. Call Upgrade before using it.
 func NewStore(db *dbutil.Database) *Store {
-	return &Store{db: db.Child("matrixio_version", upgradeTable, nil), root: db}
+	return &Store{db: database.Tables(db, "matrixio", upgradeFiles), root: db}
 }
 
 // Upgrade creates or migrates matrixio's tables. Call it once at start-up,
 // before any other method.
 func (s *Store) Upgrade(ctx context.Context) error {
-	if err := s.db.Upgrade(ctx); err != nil {
-		return fmt.Errorf("failed to upgrade matrixio tables: %w", err)
-	}
-	return nil
+	return database.Upgrade(ctx, s.db)
 }
 
 // credentials are the stored login of one account. Never log them.

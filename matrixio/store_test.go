@@ -1,49 +1,15 @@
 package matrixio
 
 import (
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"go.mau.fi/util/dbutil"
-	_ "modernc.org/sqlite"
-
-	"github.com/hookroom/hookroom/internal/pgtest"
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
-// storeDialects are the databases the store tests run on.
-var storeDialects = []string{"sqlite", "postgres"}
-
-// forDialects runs f as a subtest per dialect.
-func forDialects(t *testing.T, f func(t *testing.T, dialect string)) {
-	for _, d := range storeDialects {
-		t.Run(d, func(t *testing.T) { f(t, d) })
-	}
-}
-
-// openTestDB opens an empty database of the dialect ("sqlite" or "postgres").
-func openTestDB(t *testing.T, dialect string) *dbutil.Database {
-	t.Helper()
-	if dialect == "postgres" {
-		return pgtest.New(t)
-	}
-	path := filepath.Join(t.TempDir(), "hookroom.db")
-	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := dbutil.NewWithDB(raw, "sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
 func TestStoreUpgrade(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
-		db := openTestDB(t, dialect)
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
+		db := dialect.Fresh(t)
 		for i := range 2 { // the second run must be a no-op
 			if err := NewStore(db).Upgrade(t.Context()); err != nil {
 				t.Fatalf("upgrade #%d: %v", i+1, err)
@@ -66,9 +32,9 @@ func TestStoreUpgrade(t *testing.T) {
 }
 
 func TestStoreCredentials(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		ctx := t.Context()
-		store := NewStore(openTestDB(t, dialect))
+		store := NewStore(dialect.Fresh(t))
 		if err := store.Upgrade(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -97,9 +63,9 @@ func TestStoreCredentials(t *testing.T) {
 }
 
 func TestStoreSyncStore(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		ctx := t.Context()
-		store := NewStore(openTestDB(t, dialect))
+		store := NewStore(dialect.Fresh(t))
 		if err := store.Upgrade(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -151,9 +117,9 @@ func TestStoreSyncStore(t *testing.T) {
 // does (twice: the second upgrade is a no-op), and checks the pickle key and the sealed
 // cross-signing keys, on both databases.
 func TestStoreCryptoTables(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		ctx := t.Context()
-		store := NewStore(openTestDB(t, dialect))
+		store := NewStore(dialect.Fresh(t))
 		if err := store.Upgrade(ctx); err != nil {
 			t.Fatal(err)
 		}

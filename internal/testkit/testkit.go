@@ -38,14 +38,28 @@ func (b *Buffer) Contains(s string) bool { return strings.Contains(b.String(), s
 const Poll = 20 * time.Millisecond
 
 // Eventually waits until cond holds, checking it every Poll, and fails the
-// test with "timed out after TIMEOUT waiting until WHAT" when it does not
+// test with "timed out after TIMEOUT: waiting until WHAT" when it does not
 // within timeout.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	Until(t, timeout, func() (bool, string) { return cond(), "waiting until " + what })
+}
+
+// Until waits until cond reports done, checking it every Poll, and fails
+// the test with "timed out after TIMEOUT: STATUS", the status cond gave
+// last, when it is not done within timeout. It is Eventually for a wait
+// whose failure is worth explaining with what was seen (how many of the
+// expected events arrived, the last error).
+func Until(t testing.TB, timeout time.Duration, cond func() (done bool, status string)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		done, status := cond()
+		if done {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
+			t.Fatalf("timed out after %v: %s", timeout, status)
 		}
 		time.Sleep(Poll)
 	}

@@ -34,8 +34,27 @@ func TestEventually(t *testing.T) {
 		defer func() { _ = recover() }()
 		Eventually(ft, 2*Poll, "pigs fly", func() bool { return false })
 	}()
-	if want := "timed out after 40ms waiting until pigs fly"; ft.msg != want {
+	if want := "timed out after 40ms: waiting until pigs fly"; ft.msg != want {
 		t.Errorf("failure %q, want %q", ft.msg, want)
+	}
+}
+
+func TestUntil(t *testing.T) {
+	n := 0
+	Until(t, 5*time.Second, func() (bool, string) { n++; return n == 3, fmt.Sprintf("%d checks", n) })
+	if n != 3 {
+		t.Errorf("cond called %d times, want 3 (until done)", n)
+	}
+
+	// A condition that never holds fails the test with its last status.
+	ft := &fakeT{TB: t}
+	n = 0
+	func() {
+		defer func() { _ = recover() }()
+		Until(ft, 2*Poll, func() (bool, string) { n++; return false, fmt.Sprintf("%d checks", n) })
+	}()
+	if want := fmt.Sprintf("timed out after 40ms: %d checks", n); ft.msg != want || n < 2 {
+		t.Errorf("failure %q after %d checks, want %q", ft.msg, n, want)
 	}
 }
 

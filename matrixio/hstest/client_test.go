@@ -1,7 +1,6 @@
 package hstest_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +9,8 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/matrixio/hstest"
+
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // encryptedRoom has a's client create an encrypted room with b invited, b's client join it, and
@@ -27,19 +28,12 @@ func encryptedRoom(t *testing.T, a, b *hstest.Client) id.RoomID {
 // stored as m.room.encrypted, i.e. the server never saw the text.
 func assertEncryptedOnServer(t *testing.T, u *hstest.User, room id.RoomID, eventID id.EventID) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
 	var ev *event.Event
-	var err error
-	for ctx.Err() == nil {
-		if ev, err = u.Client.GetEvent(ctx, room, eventID); err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("get %s from the server: %v", eventID, err)
-	}
+	testkit.Until(t, 10*time.Second, func() (bool, string) {
+		var err error
+		ev, err = u.Client.GetEvent(t.Context(), room, eventID)
+		return err == nil, fmt.Sprintf("get %s from the server: %v", eventID, err)
+	})
 	if ev.Type != event.EventEncrypted {
 		t.Fatalf("the server stores %s as %s, want %s", eventID, ev.Type.Type, event.EventEncrypted.Type)
 	}
