@@ -87,6 +87,44 @@ func retryableStatus(code int) bool {
 	return false
 }
 
+// classifyError is the classification every provider's classify starts
+// with: a request whose own context sctx ended is a timeout or a
+// cancellation (stoppedError); any other err goes to the provider's own
+// fill, which sets me's kind and message. The message is scrubbed of the
+// API key and of anything that looks like a credential (servers and
+// proxies may echo a refused key).
+func classifyError(spec ModelSpec, sctx, parent context.Context, err error, fill func(me *ModelError, err error)) *ModelError {
+	me := stoppedError(spec, sctx, parent)
+	if me == nil {
+		me = &ModelError{Model: spec.Model, Err: err}
+		fill(me, err)
+	}
+	me.Message = scrubCredentials(me.Message, spec.APIKey)
+	return me
+}
+
+// httpError fills me for a request the server refused with HTTP status
+// code; body is what it said, clipped here. Every provider calls it for a
+// non-2xx answer.
+func httpError(me *ModelError, code int, body string) {
+	me.Kind, me.StatusCode, me.Retryable = ErrorHTTP, code, retryableStatus(code)
+	me.Message = fmt.Sprintf("the server answered %s: %s", statusText(code), clip(body))
+}
+
+// streamError fills me for an error the server reported inside a stream
+// that had started (HTTP 200); msg is what it said, clipped here.
+func streamError(me *ModelError, retryable bool, msg string) {
+	me.Kind, me.Retryable = ErrorServer, retryable
+	me.Message = "the server reported an error in the stream: " + clip(msg)
+}
+
+// invalidJSON fills me for a stream item that is not valid JSON (or not
+// of the shape the provider's API has).
+func invalidJSON(me *ModelError, err error) {
+	me.Kind = ErrorProtocol
+	me.Message = "the server sent invalid JSON in the stream: " + err.Error()
+}
+
 // stoppedError classifies a model request whose own context sctx ended:
 // the server stayed silent longer than spec.RequestTimeout (the watchdog),
 // the caller's deadline (parent) passed, or the caller cancelled. It
