@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -388,22 +386,10 @@ func retryableAnthropicError(t anthropic.ErrorType) bool {
 	return false
 }
 
-// classify turns an error of the SDK or net/http into a *ModelError whose
-// message and cause hold no credential: the API key, and anything that
-// looks like one, is scrubbed from both (servers and proxies may echo a
-// refused key).
+// classify turns an error of the SDK or net/http into a *ModelError (see
+// classifyError).
 func (m *anthropicModel) classify(sctx, parent context.Context, err error) *ModelError {
-	me := classifyError(m.spec, sctx, parent, err, anthropicError)
-	var opErr *net.OpError
-	switch {
-	case me.Err == nil, errors.Is(me.Err, context.Canceled), errors.Is(me.Err, context.DeadlineExceeded), me.Err == io.ErrUnexpectedEOF:
-	case errors.As(me.Err, &opErr) && me.Err == error(opErr):
-		// A connection error names addresses only: keep it for errors.Is.
-	default:
-		// The SDK's errors quote the request URL and the response body.
-		me.Err = errors.New(scrubCredentials(clip(me.Err.Error()), m.spec.APIKey))
-	}
-	return me
+	return classifyError(m.spec, sctx, parent, err, anthropicError)
 }
 
 // anthropicError fills me for an error of the SDK or net/http of a request
@@ -412,7 +398,6 @@ func anthropicError(me *ModelError, err error) {
 	var (
 		apiErr *anthropic.Error
 		synErr *json.SyntaxError
-		urlErr *url.Error
 	)
 	switch {
 	case errors.As(err, &apiErr) && apiErr.StatusCode >= 400:
@@ -433,9 +418,6 @@ func anthropicError(me *ModelError, err error) {
 	case errors.As(err, &synErr):
 		invalidJSON(me, err)
 	case transportError(me, err):
-		if errors.As(err, &urlErr) {
-			me.Err = urlErr.Err // the cause without the request URL (classify keeps it)
-		}
 	default:
 		me.Kind = ErrorProtocol
 		me.Message = "failed to read the reply: " + clip(err.Error())

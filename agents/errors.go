@@ -87,12 +87,12 @@ func retryableStatus(code int) bool {
 	return false
 }
 
-// classifyError is the classification every provider's classify starts
-// with: a request whose own context sctx ended is a timeout or a
-// cancellation (stoppedError); any other err goes to the provider's own
-// fill, which sets me's kind and message. The message is scrubbed of the
-// API key and of anything that looks like a credential (servers and
-// proxies may echo a refused key).
+// classifyError is every provider's classify: a request whose own context
+// sctx ended is a timeout or a cancellation (stoppedError); any other err
+// goes to the provider's own fill, which sets me's kind and message. The
+// message and the cause hold no credential: the API key, and anything
+// that looks like one, is scrubbed from both (servers and proxies may
+// echo a refused key).
 func classifyError(spec ModelSpec, sctx, parent context.Context, err error, fill func(me *ModelError, err error)) *ModelError {
 	me := stoppedError(spec, sctx, parent)
 	if me == nil {
@@ -100,7 +100,25 @@ func classifyError(spec ModelSpec, sctx, parent context.Context, err error, fill
 		fill(me, err)
 	}
 	me.Message = scrubCredentials(me.Message, spec.APIKey)
+	me.Err = scrubbedCause(me.Err, spec.APIKey)
 	return me
+}
+
+// scrubbedCause is the cause a *ModelError may wrap: err itself when it
+// carries nothing the server sent (the context's errors, a cut-off reply,
+// a bare connection error, which names addresses only and is kept for
+// errors.Is), else its text, clipped and scrubbed of key and of anything
+// that looks like a credential: the SDKs' errors quote the request URL and
+// the response body.
+func scrubbedCause(err error, key string) error {
+	var opErr *net.OpError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), err == io.ErrUnexpectedEOF:
+		return err
+	case errors.As(err, &opErr) && err == error(opErr):
+		return err
+	}
+	return errors.New(scrubCredentials(clip(err.Error()), key))
 }
 
 // httpError fills me for a request the server refused with HTTP status
@@ -166,6 +184,7 @@ func transportError(me *ModelError, err error) bool {
 		// URL); the server's origin says which server it was.
 		me.Kind, me.Retryable = ErrorNetwork, true
 		me.Message = fmt.Sprintf("could not talk to the model server at %s: %v", urlOrigin(urlErr.URL), urlErr.Err)
+		me.Err = urlErr.Err // the cause without the request URL
 	case errors.As(err, &netErr):
 		me.Kind, me.Retryable = ErrorNetwork, true
 		me.Message = "could not talk to the model server: " + err.Error()

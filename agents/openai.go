@@ -250,9 +250,8 @@ func (s *openaiStream) closeRaw() error {
 // maxBodyInMessage bounds how much of an error body goes into a message.
 const maxBodyInMessage = 300
 
-// classify turns an error of go-openai or net/http into a *ModelError.
-// sctx is the request's own context (cancelled by the watchdog), parent the
-// caller's.
+// classify turns an error of go-openai or net/http into a *ModelError (see
+// classifyError).
 func (m *openaiModel) classify(sctx, parent context.Context, err error) *ModelError {
 	return classifyError(m.spec, sctx, parent, err, openaiError)
 }

@@ -328,8 +328,11 @@ func TestOpenAIErrors(t *testing.T) {
 			if tc.is != nil && !errors.Is(err, tc.is) {
 				t.Errorf("error %v is not %v", err, tc.is)
 			}
-			if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), "SECRET") {
-				t.Errorf("error leaks the API key: %v", err)
+			// Neither the message nor the wrapped cause holds the key.
+			for e := error(me); e != nil; e = errors.Unwrap(e) {
+				if strings.Contains(e.Error(), testKey) || strings.Contains(e.Error(), "SECRET") {
+					t.Errorf("error leaks the API key: %v", e)
+				}
 			}
 			if me.Model != "test-model" {
 				t.Errorf("error model = %q", me.Model)
@@ -395,10 +398,12 @@ func TestOpenAICancelAndNetwork(t *testing.T) {
 		if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork {
 			t.Fatalf("error = %v, want a network *ModelError", err)
 		}
-		msg := err.Error()
-		if strings.Contains(msg, "pathtoken123") || strings.Contains(msg, "querytoken456") {
-			t.Errorf("error shows the base URL's path or query: %v", msg)
+		for e := error(me); e != nil; e = errors.Unwrap(e) {
+			if strings.Contains(e.Error(), "pathtoken123") || strings.Contains(e.Error(), "querytoken456") {
+				t.Errorf("error shows the base URL's path or query: %v", e)
+			}
 		}
+		msg := err.Error()
 		if !strings.Contains(msg, "http://"+addr) || !strings.Contains(msg, "connection refused") {
 			t.Errorf("error does not say which server failed how: %v", msg)
 		}
