@@ -247,7 +247,7 @@ func toolInput(args string) json.RawMessage {
 func (m *anthropicModel) Stream(ctx context.Context, req *Request) (Stream, error) {
 	params, opts := m.request(req)
 	s := &anthropicStream{calls: map[int64]*ToolCall{}, startInput: map[int64]string{}}
-	return s.start(ctx, m.spec, s, m.classify, func(sctx context.Context) error {
+	return s.start(ctx, m.spec, s, anthropicError, func(sctx context.Context) error {
 		s.raw = m.messages.NewStreaming(sctx, params, opts...)
 		return s.raw.Err()
 	})
@@ -384,12 +384,6 @@ func retryableAnthropicError(t anthropic.ErrorType) bool {
 		return true
 	}
 	return false
-}
-
-// classify turns an error of the SDK or net/http into a *ModelError (see
-// classifyError).
-func (m *anthropicModel) classify(sctx, parent context.Context, err error) *ModelError {
-	return classifyError(m.spec, sctx, parent, err, anthropicError)
 }
 
 // anthropicError fills me for an error of the SDK or net/http of a request

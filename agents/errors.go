@@ -87,9 +87,12 @@ func retryableStatus(code int) bool {
 	return false
 }
 
-// classifyError is every provider's classify: a request whose own context
-// sctx ended is a timeout or a cancellation (stoppedError); any other err
-// goes to the provider's own fill, which sets me's kind and message. The
+// classifyError turns the error of a model request into a *ModelError; a
+// provider's stream (streamCore) calls it for every failure. sctx is the
+// request's own context (cancelled by the watchdog), parent the caller's.
+// A request whose sctx ended is a timeout or a cancellation
+// (stoppedError); any other err goes to the provider's own fill, which
+// sets me's kind and message. The
 // message and the cause hold no credential: the API key, and anything
 // that looks like one, is scrubbed from both (servers and proxies may
 // echo a refused key).

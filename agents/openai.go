@@ -41,7 +41,7 @@ func newOpenAI(spec ModelSpec) (*openaiModel, error) {
 		cfg.HTTPClient = spec.HTTPClient
 	} else {
 		// No client-wide timeout: a long reply may stream for minutes. The
-		// idle watchdog below bounds silence instead.
+		// idle watchdog bounds silence instead.
 		cfg.HTTPClient = &http.Client{}
 	}
 	return &openaiModel{spec: spec, client: openai.NewClientWithConfig(cfg)}, nil
@@ -133,7 +133,7 @@ func (m *openaiModel) request(req *Request) openai.ChatCompletionRequest {
 // Stream sends req as a streamed chat completion.
 func (m *openaiModel) Stream(ctx context.Context, req *Request) (Stream, error) {
 	s := &openaiStream{}
-	return s.start(ctx, m.spec, s, m.classify, func(sctx context.Context) (err error) {
+	return s.start(ctx, m.spec, s, openaiError, func(sctx context.Context) (err error) {
 		s.raw, err = m.client.CreateChatCompletionStream(sctx, m.request(req))
 		return err
 	})
@@ -249,12 +249,6 @@ func (s *openaiStream) closeRaw() error {
 
 // maxBodyInMessage bounds how much of an error body goes into a message.
 const maxBodyInMessage = 300
-
-// classify turns an error of go-openai or net/http into a *ModelError (see
-// classifyError).
-func (m *openaiModel) classify(sctx, parent context.Context, err error) *ModelError {
-	return classifyError(m.spec, sctx, parent, err, openaiError)
-}
 
 // openaiError fills me for an error of go-openai or net/http of a request
 // whose context is live.

@@ -50,18 +50,14 @@ type streamReply struct {
 // treat every timeout alike.
 var errIdleTimeout = fmt.Errorf("model server stayed silent: %w", context.DeadlineExceeded)
 
-// classifyFunc turns an error of a request into a *ModelError; sctx is the
-// request's own context (cancelled by the watchdog), parent the caller's.
-type classifyFunc func(sctx, parent context.Context, err error) *ModelError
-
 // streamCore is the part of a streamed reply every provider shares: the
 // request's own context, the idle watchdog that cancels it while the
 // server stays silent, the queue of events, the checks at the end of the
 // stream and Close. A provider's stream embeds it and is its src.
 type streamCore[T any] struct {
 	src      streamSource[T]
-	classify classifyFunc
-	model    string
+	spec     ModelSpec
+	fill     func(me *ModelError, err error)
 	parent   context.Context
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -77,10 +73,11 @@ type streamCore[T any] struct {
 // start sends the request: it is called once, from the provider's Stream,
 // and returns src, the stream to hand out. open sends the request with the
 // request's own context and waits for the server's answer while the
-// watchdog runs. When open fails, start returns its error classified, with
-// the stream closed.
-func (c *streamCore[T]) start(ctx context.Context, spec ModelSpec, src streamSource[T], classify classifyFunc, open func(sctx context.Context) error) (Stream, error) {
-	c.src, c.classify, c.model, c.parent = src, classify, spec.Model, ctx
+// watchdog runs. Errors are classified with classifyError and the
+// provider's fill. When open fails, start returns its error classified,
+// with the stream closed.
+func (c *streamCore[T]) start(ctx context.Context, spec ModelSpec, src streamSource[T], fill func(me *ModelError, err error), open func(sctx context.Context) error) (Stream, error) {
+	c.src, c.spec, c.fill, c.parent = src, spec, fill, ctx
 	c.timeout = spec.RequestTimeout
 	if c.timeout <= 0 {
 		c.timeout = DefaultRequestTimeout
@@ -90,7 +87,7 @@ func (c *streamCore[T]) start(ctx context.Context, spec ModelSpec, src streamSou
 	err := open(c.ctx)
 	c.watchdog.Stop()
 	if err != nil {
-		me := c.classify(c.ctx, ctx, err)
+		me := classifyError(c.spec, c.ctx, ctx, err, c.fill)
 		_ = c.Close()
 		return nil, me
 	}
@@ -123,7 +120,7 @@ func (c *streamCore[T]) Recv() (Event, error) {
 			if err == nil {
 				err = c.ctx.Err()
 			}
-			c.err = c.classify(c.ctx, c.parent, err)
+			c.err = classifyError(c.spec, c.ctx, c.parent, err, c.fill)
 			_ = c.Close()
 		}
 	}
@@ -140,10 +137,10 @@ func (c *streamCore[T]) end() {
 	r := c.src.reply()
 	switch {
 	case r.notAStream != "":
-		c.err = &ModelError{Model: c.model, Kind: ErrorProtocol, Message: r.notAStream}
+		c.err = &ModelError{Model: c.spec.Model, Kind: ErrorProtocol, Message: r.notAStream}
 		return
 	case !r.finished:
-		c.err = &ModelError{Model: c.model, Kind: ErrorProtocol, Retryable: true, Err: io.ErrUnexpectedEOF,
+		c.err = &ModelError{Model: c.spec.Model, Kind: ErrorProtocol, Retryable: true, Err: io.ErrUnexpectedEOF,
 			Message: "the stream ended before the model finished its reply (truncated)"}
 		return
 	}
