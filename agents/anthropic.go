@@ -1,18 +1,15 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 	"unicode/utf8"
 
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
@@ -249,39 +246,19 @@ func toolInput(args string) json.RawMessage {
 // Stream sends req as a streamed message.
 func (m *anthropicModel) Stream(ctx context.Context, req *Request) (Stream, error) {
 	params, opts := m.request(req)
-	sctx, cancel := context.WithCancelCause(ctx)
-	timeout := m.spec.RequestTimeout
-	if timeout <= 0 {
-		timeout = DefaultRequestTimeout
-	}
-	watchdog := time.AfterFunc(timeout, func() { cancel(errIdleTimeout) })
-	raw := m.messages.NewStreaming(sctx, params, opts...)
-	watchdog.Stop()
-	if err := raw.Err(); err != nil {
-		me := m.classify(sctx, ctx, err)
-		_ = raw.Close()
-		cancel(nil)
-		return nil, me
-	}
-	return &anthropicStream{m: m, parent: ctx, ctx: sctx, cancel: cancel, watchdog: watchdog, timeout: timeout, raw: raw,
-		calls: map[int64]*ToolCall{}, startInput: map[int64]string{}}, nil
+	s := &anthropicStream{calls: map[int64]*ToolCall{}, startInput: map[int64]string{}}
+	return s.start(ctx, m.spec, s, anthropicError, func(sctx context.Context) error {
+		s.raw = m.messages.NewStreaming(sctx, params, opts...)
+		return s.raw.Err()
+	})
 }
 
 // anthropicStream reads the SDK's stream events and turns them into ours.
 // Text is passed on as it arrives; tool calls, usage and the stop reason
 // are held back until message_stop, because they are only complete then.
 type anthropicStream struct {
-	m        *anthropicModel
-	parent   context.Context
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	watchdog *time.Timer
-	timeout  time.Duration
-	raw      *ssestream.Stream[anthropic.MessageStreamEventUnion]
-
-	pending []Event
-	err     error
-	ended   bool
+	streamCore[anthropic.MessageStreamEventUnion]
+	raw *ssestream.Stream[anthropic.MessageStreamEventUnion]
 
 	started    bool
 	stopped    bool
@@ -290,38 +267,13 @@ type anthropicStream struct {
 	calls      map[int64]*ToolCall
 	startInput map[int64]string
 	callOrder  []int64
-	closeOnce  sync.Once
 }
 
-func (s *anthropicStream) Recv() (Event, error) {
-	for len(s.pending) == 0 {
-		if s.err != nil {
-			return Event{}, s.err
-		}
-		if s.ended {
-			return Event{}, io.EOF
-		}
-		s.watchdog.Reset(s.timeout)
-		ok := s.raw.Next()
-		s.watchdog.Stop()
-		if !ok {
-			if err := s.raw.Err(); err != nil || s.ctx.Err() != nil {
-				if err == nil {
-					err = s.ctx.Err()
-				}
-				s.err = s.m.classify(s.ctx, s.parent, err)
-				s.Close()
-				continue
-			}
-			s.end()
-			continue
-		}
-		ev := s.raw.Current()
-		s.absorb(&ev)
+func (s *anthropicStream) next() (anthropic.MessageStreamEventUnion, bool, error) {
+	if s.raw.Next() {
+		return s.raw.Current(), true, nil
 	}
-	ev := s.pending[0]
-	s.pending = s.pending[1:]
-	return ev, nil
+	return anthropic.MessageStreamEventUnion{}, false, s.raw.Err()
 }
 
 func (s *anthropicStream) absorb(ev *anthropic.MessageStreamEventUnion) {
@@ -334,7 +286,7 @@ func (s *anthropicStream) absorb(ev *anthropic.MessageStreamEventUnion) {
 		switch cb := &ev.ContentBlock; cb.Type {
 		case "text":
 			if cb.Text != "" {
-				s.pending = append(s.pending, Event{Kind: EventText, Text: cb.Text})
+				s.queue(Event{Kind: EventText, Text: cb.Text})
 			}
 		case "tool_use":
 			if _, dup := s.calls[ev.Index]; !dup {
@@ -351,7 +303,7 @@ func (s *anthropicStream) absorb(ev *anthropic.MessageStreamEventUnion) {
 		switch ev.Delta.Type {
 		case "text_delta":
 			if ev.Delta.Text != "" {
-				s.pending = append(s.pending, Event{Kind: EventText, Text: ev.Delta.Text})
+				s.queue(Event{Kind: EventText, Text: ev.Delta.Text})
 			}
 		case "input_json_delta":
 			if tc := s.calls[ev.Index]; tc != nil {
@@ -400,52 +352,29 @@ func anthropicFinish(r anthropic.StopReason) FinishReason {
 	return FinishStop
 }
 
-// end runs when the server closed the stream: it checks that the reply was
-// complete and queues the held-back events.
-func (s *anthropicStream) end() {
-	s.ended = true
-	s.Close()
-	switch {
-	case !s.started:
-		s.err = &ModelError{Model: s.m.spec.Model, Kind: ErrorProtocol, Message: "the server's reply is not a message stream (no message_start)"}
-		return
-	case !s.stopped:
-		s.err = &ModelError{Model: s.m.spec.Model, Kind: ErrorProtocol, Retryable: true, Err: io.ErrUnexpectedEOF,
-			Message: "the stream ended before the model finished its reply (truncated)"}
-		return
+// reply is the held-back part of the reply; a stream without
+// message_start is not a message stream, one without message_stop was cut
+// off.
+func (s *anthropicStream) reply() streamReply {
+	r := streamReply{finished: s.stopped, finish: anthropicFinish(s.stop)}
+	if !s.started {
+		r.notAStream = "the server's reply is not a message stream (no message_start)"
 	}
-	var calls []ToolCall
 	for _, idx := range s.callOrder {
 		c := *s.calls[idx]
 		if strings.TrimSpace(c.Arguments) == "" {
 			c.Arguments = s.startInput[idx]
 		}
-		if c.ID == "" {
-			c.ID = fmt.Sprintf("call_%d", len(calls))
-		}
-		if strings.TrimSpace(c.Arguments) == "" {
-			c.Arguments = "{}"
-		}
-		calls = append(calls, c)
-	}
-	if len(calls) > 0 {
-		s.pending = append(s.pending, Event{Kind: EventToolCalls, ToolCalls: calls})
+		r.calls = append(r.calls, c)
 	}
 	if !s.usage.IsZero() {
-		s.pending = append(s.pending, Event{Kind: EventUsage, Usage: s.usage})
+		u := s.usage
+		r.usage = &u
 	}
-	s.pending = append(s.pending, Event{Kind: EventFinish, FinishReason: anthropicFinish(s.stop)})
+	return r
 }
 
-func (s *anthropicStream) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		s.watchdog.Stop()
-		err = s.raw.Close()
-		s.cancel(nil)
-	})
-	return err
-}
+func (s *anthropicStream) closeRaw() error { return s.raw.Close() }
 
 // retryableAnthropicError says which error types of an error event in a
 // stream are worth repeating the request for.
@@ -457,73 +386,34 @@ func retryableAnthropicError(t anthropic.ErrorType) bool {
 	return false
 }
 
-// classify turns an error of the SDK or net/http into a *ModelError whose
-// message and cause hold no credential: the API key, and anything that
-// looks like one, is scrubbed from both (servers and proxies may echo a
-// refused key).
-func (m *anthropicModel) classify(sctx, parent context.Context, err error) *ModelError {
-	me := m.classifyRaw(sctx, parent, err)
-	me.Message = scrubCredentials(me.Message, m.spec.APIKey)
-	var opErr *net.OpError
-	switch {
-	case me.Err == nil, errors.Is(me.Err, context.Canceled), errors.Is(me.Err, context.DeadlineExceeded), me.Err == io.ErrUnexpectedEOF:
-	case errors.As(me.Err, &opErr) && me.Err == error(opErr):
-		// A connection error names addresses only: keep it for errors.Is.
-	default:
-		// The SDK's errors quote the request URL and the response body.
-		me.Err = errors.New(scrubCredentials(clip(me.Err.Error()), m.spec.APIKey))
-	}
-	return me
-}
-
-func (m *anthropicModel) classifyRaw(sctx, parent context.Context, err error) *ModelError {
-	if me := stoppedError(m.spec, sctx, parent); me != nil {
-		return me
-	}
-	me := &ModelError{Model: m.spec.Model, Err: err}
+// anthropicError fills me for an error of the SDK or net/http of a request
+// whose context is live.
+func anthropicError(me *ModelError, err error) {
 	var (
 		apiErr *anthropic.Error
 		synErr *json.SyntaxError
-		urlErr *url.Error
 	)
 	switch {
 	case errors.As(err, &apiErr) && apiErr.StatusCode >= 400:
-		me.Kind, me.StatusCode, me.Retryable = ErrorHTTP, apiErr.StatusCode, retryableStatus(apiErr.StatusCode)
+		msg := cmp.Or(apiErr.Message, apiErr.RawJSON(), "(empty body)")
+		httpError(me, apiErr.StatusCode, msg)
 		if apiErr.StatusCode == 529 { // overloaded
 			me.Retryable = true
 		}
-		msg := apiErr.Message
-		if msg == "" {
-			msg = apiErr.RawJSON()
-		}
-		if msg == "" {
-			msg = "(empty body)"
-		}
-		me.Message = fmt.Sprintf("the server answered %s: %s", statusText(apiErr.StatusCode), clip(msg))
 	case errors.As(err, &apiErr):
 		// An error event inside a stream that had started (HTTP 200).
-		me.Kind, me.Retryable = ErrorServer, retryableAnthropicError(apiErr.Type())
-		msg := apiErr.Message
-		if msg == "" {
-			msg = apiErr.RawJSON()
-		}
+		msg := cmp.Or(apiErr.Message, apiErr.RawJSON())
 		if t := apiErr.Type(); t != "" {
 			msg = string(t) + ": " + msg
 		}
-		me.Message = "the server reported an error in the stream: " + clip(msg)
+		streamError(me, retryableAnthropicError(apiErr.Type()), msg)
 	case strings.HasPrefix(err.Error(), "received error while streaming"):
-		me.Kind = ErrorServer
-		me.Message = "the server reported an error in the stream: " + clip(strings.TrimPrefix(err.Error(), "received error while streaming: "))
+		streamError(me, false, strings.TrimPrefix(err.Error(), "received error while streaming: "))
 	case errors.As(err, &synErr):
-		me.Kind = ErrorProtocol
-		me.Message = "the server sent invalid JSON in the stream: " + err.Error()
+		invalidJSON(me, err)
 	case transportError(me, err):
-		if errors.As(err, &urlErr) {
-			me.Err = urlErr.Err // the cause without the request URL (classify keeps it)
-		}
 	default:
 		me.Kind = ErrorProtocol
 		me.Message = "failed to read the reply: " + clip(err.Error())
 	}
-	return me
 }

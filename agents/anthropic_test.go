@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -18,121 +17,48 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 )
 
-// anthropicModel returns an anthropic model talking to srv.
-func anthropicModel(t testing.TB, srv *llmtest.Server, mod ...func(*agents.ModelSpec)) agents.Model {
-	t.Helper()
-	spec := agents.ModelSpec{Provider: agents.ProviderAnthropic, BaseURL: srv.RootURL, APIKey: testKey, Model: "claude-test", RequestTimeout: 10 * time.Second}
-	for _, f := range mod {
-		f(&spec)
-	}
-	m, err := agents.NewModel(spec)
-	if err != nil {
-		t.Fatalf("NewModel: %v", err)
-	}
-	return m
-}
-
 func TestAnthropicStreams(t *testing.T) {
-	cases := []struct {
-		name   string
-		reply  llmtest.Reply
-		text   []string
-		calls  []agents.ToolCall
-		finish agents.FinishReason
-		usage  agents.Usage
-	}{
+	testStreams(t, agents.ProviderAnthropic, []streamCase{
 		{
-			name:   "plain text in chunks",
-			reply:  llmtest.Text("Hel", "lo, ", "wörld 🌍").WithUsage(11, 7),
-			text:   []string{"Hel", "lo, ", "wörld 🌍"},
-			finish: agents.FinishStop,
-			usage:  agents.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18},
+			name:  "plain text in chunks",
+			reply: llmtest.Text("Hel", "lo, ", "wörld 🌍").WithUsage(11, 7),
+			want:  streamed{text: []string{"Hel", "lo, ", "wörld 🌍"}, finish: agents.FinishStop, usage: agents.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}},
 		},
 		{
-			name:   "cache reads count as prompt tokens and as cached",
-			reply:  llmtest.Text("hi").WithCachedUsage(100, 64, 5),
-			text:   []string{"hi"},
-			finish: agents.FinishStop,
-			usage:  agents.Usage{PromptTokens: 100, CompletionTokens: 5, TotalTokens: 105, CachedTokens: 64},
+			name:  "cache reads count as prompt tokens and as cached",
+			reply: llmtest.Text("hi").WithCachedUsage(100, 64, 5),
+			want:  streamed{text: []string{"hi"}, finish: agents.FinishStop, usage: agents.Usage{PromptTokens: 100, CompletionTokens: 5, TotalTokens: 105, CachedTokens: 64}},
 		},
 		{
-			name:   "max_tokens",
-			reply:  llmtest.Text("cut").WithFinish("length").WithUsage(3, 1),
-			text:   []string{"cut"},
-			finish: agents.FinishLength,
-			usage:  agents.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4},
+			name:  "max_tokens",
+			reply: llmtest.Text("cut").WithFinish("length").WithUsage(3, 1),
+			want:  streamed{text: []string{"cut"}, finish: agents.FinishLength, usage: agents.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4}},
 		},
 		{
-			name:   "refusal",
-			reply:  llmtest.Text("no").WithFinish("refusal").WithUsage(3, 1),
-			text:   []string{"no"},
-			finish: agents.FinishContentFilter,
-			usage:  agents.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4},
+			name:  "refusal",
+			reply: llmtest.Text("no").WithFinish("refusal").WithUsage(3, 1),
+			want:  streamed{text: []string{"no"}, finish: agents.FinishContentFilter, usage: agents.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4}},
 		},
 		{
-			name:   "empty reply",
-			reply:  llmtest.Reply{}.WithUsage(3, 1),
-			finish: agents.FinishStop,
-			usage:  agents.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4},
+			name:  "empty reply",
+			reply: llmtest.Reply{}.WithUsage(3, 1),
+			want:  streamed{finish: agents.FinishStop, usage: agents.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4}},
 		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.NewServer(t, tc.reply)
-			evs, err := collectStream(t, anthropicModel(t, srv), userPrompt("hi"))
-			if err != nil {
-				t.Fatalf("Recv: %v", err)
-			}
-			var (
-				text  []string
-				calls []agents.ToolCall
-				kinds []agents.EventKind
-				usage agents.Usage
-				fin   agents.FinishReason
-			)
-			for _, ev := range evs {
-				kinds = append(kinds, ev.Kind)
-				switch ev.Kind {
-				case agents.EventText:
-					text = append(text, ev.Text)
-				case agents.EventToolCalls:
-					calls = append(calls, ev.ToolCalls...)
-				case agents.EventUsage:
-					usage = ev.Usage
-				case agents.EventFinish:
-					fin = ev.FinishReason
-				}
-			}
-			if !reflect.DeepEqual(text, tc.text) {
-				t.Errorf("text deltas = %q, want %q", text, tc.text)
-			}
-			if len(calls) != 0 {
-				t.Errorf("tool calls = %+v, want none", calls)
-			}
-			if fin != tc.finish {
-				t.Errorf("finish = %q, want %q", fin, tc.finish)
-			}
-			if usage != tc.usage {
-				t.Errorf("usage = %+v, want %+v", usage, tc.usage)
-			}
-			if kinds[len(kinds)-1] != agents.EventFinish {
-				t.Errorf("last event = %v, want finish", kinds[len(kinds)-1])
-			}
-			req := srv.LastRequest(t)
-			if req.Path != "/v1/messages" || req.Format != llmtest.FormatAnthropic || !req.Anthropic.Stream {
-				t.Errorf("request = %s %s (%s), stream %v", req.Method, req.Path, req.Format, req.Anthropic.Stream)
-			}
-			if req.Anthropic.Model != "claude-test" || req.Anthropic.MaxTokens != agents.DefaultAnthropicMaxTokens {
-				t.Errorf("model %q, max_tokens %d", req.Anthropic.Model, req.Anthropic.MaxTokens)
-			}
-			if got := req.Header.Get("Authorization") + req.Header.Get("X-Api-Key"); !strings.Contains(got, testKey) {
-				t.Errorf("the API key was not sent (Authorization %q, X-Api-Key %q)", req.Header.Get("Authorization"), req.Header.Get("X-Api-Key"))
-			}
-			if sys := req.Anthropic.System; len(sys) != 1 || sys[0].Text != "You are a test." || req.Anthropic.Messages[0].Content.Text() != "hi" {
-				t.Errorf("system %+v, messages %+v", sys, req.Anthropic.Messages)
-			}
-		})
-	}
+	}, func(t *testing.T, srv *llmtest.Server) {
+		req := srv.LastRequest(t)
+		if req.Path != "/v1/messages" || req.Format != llmtest.FormatAnthropic || !req.Anthropic.Stream {
+			t.Errorf("request = %s %s (%s), stream %v", req.Method, req.Path, req.Format, req.Anthropic.Stream)
+		}
+		if req.Anthropic.Model != "claude-test" || req.Anthropic.MaxTokens != agents.DefaultAnthropicMaxTokens {
+			t.Errorf("model %q, max_tokens %d", req.Anthropic.Model, req.Anthropic.MaxTokens)
+		}
+		if got := req.Header.Get("Authorization") + req.Header.Get("X-Api-Key"); !strings.Contains(got, testKey) {
+			t.Errorf("the API key was not sent (Authorization %q, X-Api-Key %q)", req.Header.Get("Authorization"), req.Header.Get("X-Api-Key"))
+		}
+		if sys := req.Anthropic.System; len(sys) != 1 || sys[0].Text != "You are a test." || req.Anthropic.Messages[0].Content.Text() != "hi" {
+			t.Errorf("system %+v, messages %+v", sys, req.Anthropic.Messages)
+		}
+	})
 }
 
 // A tool_use block's streamed input becomes a tool call; the next request
@@ -224,17 +150,7 @@ func TestAnthropicToolUse(t *testing.T) {
 }
 
 func TestAnthropicErrors(t *testing.T) {
-	cases := []struct {
-		name      string
-		reply     llmtest.Reply
-		spec      func(*agents.ModelSpec)
-		timeout   time.Duration
-		kind      agents.ErrorKind
-		status    int
-		retryable bool
-		message   string
-		is        error
-	}{
+	testModelErrors(t, agents.ProviderAnthropic, []modelErrorCase{
 		{name: "HTTP 401", reply: llmtest.HTTPError(401, "invalid x-api-key"), kind: agents.ErrorHTTP, status: 401, message: "HTTP 401 Unauthorized: invalid x-api-key"},
 		{name: "HTTP 401 echoing the key", reply: llmtest.HTTPError(401, "invalid key "+testKey), kind: agents.ErrorHTTP, status: 401, message: "invalid key [REDACTED]"},
 		{name: "HTTP 403 echoing another credential", reply: llmtest.Reply{Status: 403, Body: `{"detail":"upstream refused Authorization: Bearer upstream-token-0123456789"}`}, kind: agents.ErrorHTTP, status: 403, message: "upstream refused Authorization: [REDACTED]"},
@@ -249,55 +165,7 @@ func TestAnthropicErrors(t *testing.T) {
 		{name: "truncated stream", reply: llmtest.Text("Hello", " wor").Truncated(), kind: agents.ErrorProtocol, retryable: true, message: "truncated", is: io.ErrUnexpectedEOF},
 		{name: "deadline before the headers", reply: llmtest.Text("late").WithDelay(5 * time.Second), timeout: 100 * time.Millisecond, kind: agents.ErrorTimeout, retryable: true, message: "deadline", is: context.DeadlineExceeded},
 		{name: "server silent past the request timeout", reply: llmtest.Text("a", "b").WithChunkDelay(5 * time.Second), spec: func(s *agents.ModelSpec) { s.RequestTimeout = 150 * time.Millisecond }, kind: agents.ErrorTimeout, retryable: true, message: "sent nothing for 150ms", is: context.DeadlineExceeded},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.NewServer(t, tc.reply)
-			m := anthropicModel(t, srv, func(s *agents.ModelSpec) {
-				if tc.spec != nil {
-					tc.spec(s)
-				}
-			})
-			ctx := t.Context()
-			if tc.timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
-				defer cancel()
-			}
-			start := time.Now()
-			_, err := agents.Complete(ctx, m, userPrompt("hi"), nil)
-			if elapsed := time.Since(start); elapsed > 3*time.Second {
-				t.Errorf("failing took %v", elapsed)
-			}
-			t.Logf("error: %v", err)
-			var me *agents.ModelError
-			if !errors.As(err, &me) {
-				t.Fatalf("error = %v (%T), want *ModelError", err, err)
-			}
-			if me.Kind != tc.kind || me.StatusCode != tc.status || me.Retryable != tc.retryable {
-				t.Errorf("error = kind %q status %d retryable %v, want %q %d %v (%v)", me.Kind, me.StatusCode, me.Retryable, tc.kind, tc.status, tc.retryable, err)
-			}
-			if !strings.Contains(err.Error(), tc.message) {
-				t.Errorf("error %q does not mention %q", err, tc.message)
-			}
-			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("error %v is not %v", err, tc.is)
-			}
-			// Neither the message nor the wrapped cause holds the key.
-			for e := error(me); e != nil; e = errors.Unwrap(e) {
-				if strings.Contains(e.Error(), testKey) || strings.Contains(e.Error(), "SECRET") {
-					t.Errorf("error leaks the API key: %v", e)
-				}
-			}
-			if me.Model != "claude-test" {
-				t.Errorf("error model = %q", me.Model)
-			}
-			// No retries inside the SDK: hookroom has its own back-off.
-			if n := srv.Count(); n != 1 {
-				t.Errorf("the server got %d requests, want 1", n)
-			}
-		})
-	}
+	})
 }
 
 // Two turns over the same history send the same bytes up to the new turn,
@@ -512,30 +380,35 @@ func TestAnthropicToolInputInBlockStart(t *testing.T) {
 	}
 }
 
-// A server that cannot be reached is named by its origin: the base URL's
-// path may hold a gateway token.
-func TestAnthropicNetworkErrorHidesTheURL(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	m, err := agents.NewModel(agents.ModelSpec{Provider: agents.ProviderAnthropic, BaseURL: "http://" + addr + "/gw/tok-SECRET-0123456789", Model: "m", APIKey: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = agents.Complete(t.Context(), m, userPrompt("hi"), nil)
-	var me *agents.ModelError
-	if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork || !me.Retryable || !strings.Contains(me.Message, "http://"+addr+":") {
-		t.Fatalf("error = %v, want a retryable network *ModelError naming http://%s", err, addr)
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Errorf("error %v does not unwrap to ECONNREFUSED", err)
-	}
-	for e := error(me); e != nil; e = errors.Unwrap(e) {
-		if strings.Contains(e.Error(), "SECRET") || strings.Contains(e.Error(), "/gw/") {
-			t.Errorf("error shows the URL's path or the key: %v", e)
+// A server that cannot be reached is a retryable network error named by
+// its origin: the base URL's path and query may hold a gateway token, and
+// neither they nor the key show in the error or its cause.
+func TestNetworkErrorHidesTheURL(t *testing.T) {
+	for _, provider := range []string{agents.ProviderOpenAI, agents.ProviderAnthropic} {
+		for _, path := range []string{"/v1", "/gw/tok-SECRET-0123456789/v1?q=querytoken456"} {
+			t.Run(provider+path, func(t *testing.T) {
+				addr := refusedAddr(t)
+				m, err := agents.NewModel(agents.ModelSpec{Provider: provider, BaseURL: "http://" + addr + path, Model: "m", APIKey: testKey})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = agents.Complete(t.Context(), m, userPrompt("hi"), nil)
+				var me *agents.ModelError
+				if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork || !me.Retryable {
+					t.Fatalf("error = %v, want a retryable network *ModelError", err)
+				}
+				if !strings.Contains(me.Message, "http://"+addr+":") || !strings.Contains(me.Message, "connection refused") {
+					t.Errorf("error does not say which server failed how: %v", me.Message)
+				}
+				if !errors.Is(err, syscall.ECONNREFUSED) {
+					t.Errorf("error %v does not unwrap to ECONNREFUSED", err)
+				}
+				for e := error(me); e != nil; e = errors.Unwrap(e) {
+					if s := e.Error(); strings.Contains(s, "SECRET") || strings.Contains(s, "/gw/") || strings.Contains(s, "querytoken456") || strings.Contains(s, testKey) {
+						t.Errorf("error shows the URL's path or query or the key: %v", e)
+					}
+				}
+			})
 		}
 	}
 }

@@ -51,11 +51,7 @@ func TestRunApproval(t *testing.T) {
 					}, hooks.Priority(20)),
 				)})
 			}
-			clock := &countingTool{name: "clock"}
-			ts, err := agents.NewToolset(clock)
-			if err != nil {
-				t.Fatal(err)
-			}
+			clock, ts := clockTools(t)
 			srv := llmtest.NewServer(t,
 				llmtest.Calls(llmtest.ToolCall("call_1", "clock", `{"tz":"UTC"}`)),
 				llmtest.Text("done"),
@@ -112,8 +108,7 @@ func TestRunApproval(t *testing.T) {
 
 // An Approve that fails because the turn ended ends the turn.
 func TestRunApprovalCancelled(t *testing.T) {
-	clock := &countingTool{name: "clock"}
-	ts, _ := agents.NewToolset(clock)
+	clock, ts := clockTools(t)
 	srv := llmtest.NewServer(t, llmtest.Calls(llmtest.ToolCall("call_1", "clock", `{}`)), llmtest.Text("done"))
 	ctx, cancel := context.WithCancel(hooktest.Context(t))
 	req := baseRun(testModel(t, srv), ts, nil)

@@ -138,7 +138,7 @@ func TestCompactWithSummary(t *testing.T) {
 		}
 		wantHook := hooks.CompactionContext{
 			Agent: hooktest.Agent, SessionID: "scope", HistoryID: sess.ID, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
-			Messages: hookMessages(dropped), TokensBefore: total,
+			Messages: hookMessages(t, dropped), TokensBefore: total,
 		}
 		wantHook.CorrelationID = "corr-c"
 		bs, as := ch.before.all(), ch.after.all()
@@ -256,7 +256,7 @@ func TestCompactTruncates(t *testing.T) {
 					t.Errorf("result = %+v", res)
 				}
 				as := ch.after.all()
-				if len(as) != 1 || as[0].Summary != "" || !reflect.DeepEqual(as[0].Messages, hookMessages(dropped)) || as[0].TokensAfter != res.TokensAfter {
+				if len(as) != 1 || as[0].Summary != "" || !reflect.DeepEqual(as[0].Messages, hookMessages(t, dropped)) || as[0].TokensAfter != res.TokensAfter {
 					t.Errorf("compaction:after = %+v", as)
 				}
 			})

@@ -87,6 +87,65 @@ func retryableStatus(code int) bool {
 	return false
 }
 
+// classifyError turns the error of a model request into a *ModelError; a
+// provider's stream (streamCore) calls it for every failure. sctx is the
+// request's own context (cancelled by the watchdog), parent the caller's.
+// A request whose sctx ended is a timeout or a cancellation
+// (stoppedError); any other err goes to the provider's own fill, which
+// sets me's kind and message. The
+// message and the cause hold no credential: the API key, and anything
+// that looks like one, is scrubbed from both (servers and proxies may
+// echo a refused key).
+func classifyError(spec ModelSpec, sctx, parent context.Context, err error, fill func(me *ModelError, err error)) *ModelError {
+	me := stoppedError(spec, sctx, parent)
+	if me == nil {
+		me = &ModelError{Model: spec.Model, Err: err}
+		fill(me, err)
+	}
+	me.Message = scrubCredentials(me.Message, spec.APIKey)
+	me.Err = scrubbedCause(me.Err, spec.APIKey)
+	return me
+}
+
+// scrubbedCause is the cause a *ModelError may wrap: err itself when it
+// carries nothing the server sent (the context's errors, a cut-off reply,
+// a bare connection error, which names addresses only and is kept for
+// errors.Is), else its text, clipped and scrubbed of key and of anything
+// that looks like a credential: the SDKs' errors quote the request URL and
+// the response body.
+func scrubbedCause(err error, key string) error {
+	var opErr *net.OpError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), err == io.ErrUnexpectedEOF:
+		return err
+	case errors.As(err, &opErr) && err == error(opErr):
+		return err
+	}
+	return errors.New(scrubCredentials(clip(err.Error()), key))
+}
+
+// httpError fills me for a request the server refused with HTTP status
+// code; body is what it said, clipped here. Every provider calls it for a
+// non-2xx answer.
+func httpError(me *ModelError, code int, body string) {
+	me.Kind, me.StatusCode, me.Retryable = ErrorHTTP, code, retryableStatus(code)
+	me.Message = fmt.Sprintf("the server answered %s: %s", statusText(code), clip(body))
+}
+
+// streamError fills me for an error the server reported inside a stream
+// that had started (HTTP 200); msg is what it said, clipped here.
+func streamError(me *ModelError, retryable bool, msg string) {
+	me.Kind, me.Retryable = ErrorServer, retryable
+	me.Message = "the server reported an error in the stream: " + clip(msg)
+}
+
+// invalidJSON fills me for a stream item that is not valid JSON (or not
+// of the shape the provider's API has).
+func invalidJSON(me *ModelError, err error) {
+	me.Kind = ErrorProtocol
+	me.Message = "the server sent invalid JSON in the stream: " + err.Error()
+}
+
 // stoppedError classifies a model request whose own context sctx ended:
 // the server stayed silent longer than spec.RequestTimeout (the watchdog),
 // the caller's deadline (parent) passed, or the caller cancelled. It
@@ -128,6 +187,7 @@ func transportError(me *ModelError, err error) bool {
 		// URL); the server's origin says which server it was.
 		me.Kind, me.Retryable = ErrorNetwork, true
 		me.Message = fmt.Sprintf("could not talk to the model server at %s: %v", urlOrigin(urlErr.URL), urlErr.Err)
+		me.Err = urlErr.Err // the cause without the request URL
 	case errors.As(err, &netErr):
 		me.Kind, me.Retryable = ErrorNetwork, true
 		me.Message = "could not talk to the model server: " + err.Error()

@@ -2,6 +2,7 @@ package agents_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -234,14 +235,17 @@ func TestHistoryDelete(t *testing.T) {
 	})
 }
 
-// hookMessages is what the compaction hooks should see for msgs.
-func hookMessages(msgs []agents.Message) []hooks.ChatMessage {
-	out := make([]hooks.ChatMessage, len(msgs))
-	for i, m := range msgs {
-		out[i] = hooks.ChatMessage{Role: string(m.Role), Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
-		for _, tc := range m.ToolCalls {
-			out[i].ToolCalls = append(out[i].ToolCalls, hooks.ChatToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
-		}
+// hookMessages is what the compaction hooks should see for msgs: every
+// message as its JSON form has it, since that is what a hook plugin gets.
+func hookMessages(t *testing.T, msgs []agents.Message) []hooks.ChatMessage {
+	t.Helper()
+	raw, err := json.Marshal(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []hooks.ChatMessage
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -43,16 +41,11 @@ func newOpenAI(spec ModelSpec) (*openaiModel, error) {
 		cfg.HTTPClient = spec.HTTPClient
 	} else {
 		// No client-wide timeout: a long reply may stream for minutes. The
-		// idle watchdog below bounds silence instead.
+		// idle watchdog bounds silence instead.
 		cfg.HTTPClient = &http.Client{}
 	}
 	return &openaiModel{spec: spec, client: openai.NewClientWithConfig(cfg)}, nil
 }
-
-// errIdleTimeout is the cancel cause when the server stayed silent for the
-// request timeout. It wraps context.DeadlineExceeded so that callers can
-// treat every timeout alike.
-var errIdleTimeout = fmt.Errorf("model server stayed silent: %w", context.DeadlineExceeded)
 
 // reasoningModel reports whether go-openai insists on max_completion_tokens
 // for model.
@@ -139,20 +132,11 @@ func (m *openaiModel) request(req *Request) openai.ChatCompletionRequest {
 
 // Stream sends req as a streamed chat completion.
 func (m *openaiModel) Stream(ctx context.Context, req *Request) (Stream, error) {
-	sctx, cancel := context.WithCancelCause(ctx)
-	timeout := m.spec.RequestTimeout
-	if timeout <= 0 {
-		timeout = DefaultRequestTimeout
-	}
-	watchdog := time.AfterFunc(timeout, func() { cancel(errIdleTimeout) })
-	raw, err := m.client.CreateChatCompletionStream(sctx, m.request(req))
-	watchdog.Stop()
-	if err != nil {
-		me := m.classify(sctx, ctx, err)
-		cancel(nil)
-		return nil, me
-	}
-	return &openaiStream{m: m, parent: ctx, ctx: sctx, cancel: cancel, watchdog: watchdog, timeout: timeout, raw: raw}, nil
+	s := &openaiStream{}
+	return s.start(ctx, m.spec, s, openaiError, func(sctx context.Context) (err error) {
+		s.raw, err = m.client.CreateChatCompletionStream(sctx, m.request(req))
+		return err
+	})
 }
 
 // openaiStream reads go-openai's chunks and turns them into events. Text is
@@ -160,51 +144,21 @@ func (m *openaiModel) Stream(ctx context.Context, req *Request) (Stream, error) 
 // back until the server ends the stream, because they are only complete
 // then.
 type openaiStream struct {
-	m        *openaiModel
-	parent   context.Context
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	watchdog *time.Timer
-	timeout  time.Duration
-	raw      *openai.ChatCompletionStream
-
-	pending []Event
-	err     error
-	ended   bool
+	streamCore[openai.ChatCompletionStreamResponse]
+	raw *openai.ChatCompletionStream
 
 	sawChoice bool
 	finish    FinishReason
 	usage     *Usage
 	calls     []*ToolCall
-	closeOnce sync.Once
 }
 
-func (s *openaiStream) Recv() (Event, error) {
-	for len(s.pending) == 0 {
-		if s.err != nil {
-			return Event{}, s.err
-		}
-		if s.ended {
-			return Event{}, io.EOF
-		}
-		// The watchdog runs only while we wait for the server, not while
-		// the caller handles an event.
-		s.watchdog.Reset(s.timeout)
-		chunk, err := s.raw.Recv()
-		s.watchdog.Stop()
-		if errors.Is(err, io.EOF) && s.ctx.Err() == nil {
-			s.end()
-			continue
-		} else if err != nil {
-			s.err = s.m.classify(s.ctx, s.parent, err)
-			s.Close()
-			continue
-		}
-		s.absorb(&chunk)
+func (s *openaiStream) next() (openai.ChatCompletionStreamResponse, bool, error) {
+	chunk, err := s.raw.Recv()
+	if errors.Is(err, io.EOF) {
+		return chunk, false, nil
 	}
-	ev := s.pending[0]
-	s.pending = s.pending[1:]
-	return ev, nil
+	return chunk, err == nil, err
 }
 
 func (s *openaiStream) absorb(chunk *openai.ChatCompletionStreamResponse) {
@@ -225,7 +179,7 @@ func (s *openaiStream) absorb(chunk *openai.ChatCompletionStreamResponse) {
 		}
 		s.sawChoice = true
 		if c.Delta.Content != "" {
-			s.pending = append(s.pending, Event{Kind: EventText, Text: c.Delta.Content})
+			s.queue(Event{Kind: EventText, Text: c.Delta.Content})
 		}
 		for _, d := range c.Delta.ToolCalls {
 			s.addToolDelta(d)
@@ -271,71 +225,34 @@ func (s *openaiStream) addToolDelta(d openai.ToolCall) {
 	tc.Arguments += d.Function.Arguments
 }
 
-// end runs when the server closed the stream: it checks that the reply was
-// complete and queues the held-back events.
-func (s *openaiStream) end() {
-	s.ended = true
-	s.Close()
-	switch {
-	case !s.sawChoice:
-		s.err = &ModelError{Model: s.m.spec.Model, Kind: ErrorProtocol, Message: "the server's reply had no choices"}
-		return
-	case s.finish == "":
-		s.err = &ModelError{Model: s.m.spec.Model, Kind: ErrorProtocol, Retryable: true, Err: io.ErrUnexpectedEOF,
-			Message: "the stream ended before the model finished its reply (truncated)"}
-		return
+// reply is the held-back part of the reply; a reply without choices is
+// not a chat completion.
+func (s *openaiStream) reply() streamReply {
+	r := streamReply{finished: s.finish != "", usage: s.usage, finish: s.finish}
+	if !s.sawChoice {
+		r.notAStream = "the server's reply had no choices"
 	}
-	var calls []ToolCall
 	for _, tc := range s.calls {
-		if tc == nil {
-			continue
+		if tc != nil {
+			r.calls = append(r.calls, *tc)
 		}
-		c := *tc
-		if c.ID == "" {
-			c.ID = fmt.Sprintf("call_%d", len(calls))
-		}
-		if strings.TrimSpace(c.Arguments) == "" {
-			c.Arguments = "{}"
-		}
-		calls = append(calls, c)
 	}
-	if len(calls) > 0 {
-		s.pending = append(s.pending, Event{Kind: EventToolCalls, ToolCalls: calls})
-	}
-	if s.usage != nil {
-		s.pending = append(s.pending, Event{Kind: EventUsage, Usage: *s.usage})
-	}
-	s.pending = append(s.pending, Event{Kind: EventFinish, FinishReason: s.finish})
+	return r
 }
 
-func (s *openaiStream) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		s.watchdog.Stop()
-		err = s.raw.Close()
-		s.cancel(nil)
-	})
-	return err
+func (s *openaiStream) closeRaw() error {
+	if s.raw == nil { // the request failed
+		return nil
+	}
+	return s.raw.Close()
 }
 
 // maxBodyInMessage bounds how much of an error body goes into a message.
 const maxBodyInMessage = 300
 
-// classify turns an error of go-openai or net/http into a *ModelError.
-// sctx is the request's own context (cancelled by the watchdog), parent the
-// caller's.
-func (m *openaiModel) classify(sctx, parent context.Context, err error) *ModelError {
-	me := m.classifyRaw(sctx, parent, err)
-	me.Message = scrubCredentials(me.Message, m.spec.APIKey)
-	return me
-}
-
-// classifyRaw is classify before the message is scrubbed of credentials.
-func (m *openaiModel) classifyRaw(sctx, parent context.Context, err error) *ModelError {
-	if me := stoppedError(m.spec, sctx, parent); me != nil {
-		return me
-	}
-	me := &ModelError{Model: m.spec.Model, Err: err}
+// openaiError fills me for an error of go-openai or net/http of a request
+// whose context is live.
+func openaiError(me *ModelError, err error) {
 	var (
 		apiErr  *openai.APIError
 		reqErr  *openai.RequestError
@@ -344,21 +261,17 @@ func (m *openaiModel) classifyRaw(sctx, parent context.Context, err error) *Mode
 	)
 	switch {
 	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode > 0:
-		me.Kind, me.StatusCode, me.Retryable = ErrorHTTP, apiErr.HTTPStatusCode, retryableStatus(apiErr.HTTPStatusCode)
-		me.Message = fmt.Sprintf("the server answered %s: %s", statusText(apiErr.HTTPStatusCode), clip(apiErr.Message))
+		httpError(me, apiErr.HTTPStatusCode, apiErr.Message)
 	case errors.As(err, &apiErr):
-		me.Kind, me.Retryable = ErrorServer, apiErr.Type == "server_error"
-		me.Message = "the server reported an error in the stream: " + clip(apiErr.Message)
+		streamError(me, apiErr.Type == "server_error", apiErr.Message)
 	case errors.As(err, &reqErr):
-		me.Kind, me.StatusCode, me.Retryable = ErrorHTTP, reqErr.HTTPStatusCode, retryableStatus(reqErr.HTTPStatusCode)
-		body := clip(string(reqErr.Body))
-		if body == "" {
+		body := string(reqErr.Body)
+		if strings.TrimSpace(body) == "" {
 			body = "(empty body)"
 		}
-		me.Message = fmt.Sprintf("the server answered %s: %s", statusText(reqErr.HTTPStatusCode), body)
+		httpError(me, reqErr.HTTPStatusCode, body)
 	case errors.As(err, &synErr), errors.As(err, &typeErr):
-		me.Kind = ErrorProtocol
-		me.Message = "the server sent invalid JSON in the stream: " + err.Error()
+		invalidJSON(me, err)
 	case errors.Is(err, openai.ErrTooManyEmptyStreamMessages):
 		me.Kind = ErrorProtocol
 		me.Message = "the server's reply is not a chat completion stream (too many lines without data)"
@@ -367,7 +280,6 @@ func (m *openaiModel) classifyRaw(sctx, parent context.Context, err error) *Mode
 		me.Kind = ErrorProtocol
 		me.Message = "failed to send the request: " + err.Error()
 	}
-	return me
 }
 
 // urlOrigin returns the scheme and host of raw, without the path, query

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -16,48 +15,18 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 )
 
-func userPrompt(text string) *agents.Request {
-	return &agents.Request{Messages: []agents.Message{
-		{Role: agents.RoleSystem, Content: "You are a test."},
-		{Role: agents.RoleUser, Content: text},
-	}}
-}
-
-// collect reads a stream to its end.
-func collect(t *testing.T, s agents.Stream) ([]agents.Event, error) {
-	t.Helper()
-	defer s.Close()
-	var evs []agents.Event
-	for {
-		ev, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return evs, nil
-		} else if err != nil {
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
-}
-
 func TestOpenAIStreams(t *testing.T) {
-	cases := []struct {
-		name   string
-		reply  llmtest.Reply
-		text   []string
-		calls  []agents.ToolCall
-		finish agents.FinishReason
-	}{
+	usage := agents.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}
+	testStreams(t, agents.ProviderOpenAI, []streamCase{
 		{
-			name:   "plain text in chunks",
-			reply:  llmtest.Text("Hel", "lo, ", "wörld 🌍"),
-			text:   []string{"Hel", "lo, ", "wörld 🌍"},
-			finish: agents.FinishStop,
+			name:  "plain text in chunks",
+			reply: llmtest.Text("Hel", "lo, ", "wörld 🌍").WithUsage(11, 7),
+			want:  streamed{text: []string{"Hel", "lo, ", "wörld 🌍"}, finish: agents.FinishStop, usage: usage},
 		},
 		{
-			name:   "tool call split across chunks",
-			reply:  llmtest.Calls(llmtest.ToolCall("call_a", "current_time", `{"timezone":"Europe/Berlin"}`).WithPieces(5)),
-			calls:  []agents.ToolCall{{ID: "call_a", Name: "current_time", Arguments: `{"timezone":"Europe/Berlin"}`}},
-			finish: agents.FinishToolCalls,
+			name:  "tool call split across chunks",
+			reply: llmtest.Calls(llmtest.ToolCall("call_a", "current_time", `{"timezone":"Europe/Berlin"}`).WithPieces(5)).WithUsage(11, 7),
+			want:  streamed{calls: []agents.ToolCall{{ID: "call_a", Name: "current_time", Arguments: `{"timezone":"Europe/Berlin"}`}}, finish: agents.FinishToolCalls, usage: usage},
 		},
 		{
 			name: "parallel tool calls",
@@ -65,86 +34,33 @@ func TestOpenAIStreams(t *testing.T) {
 				llmtest.ToolCall("call_1", "current_time", `{"timezone":"Asia/Tokyo"}`).WithPieces(3),
 				llmtest.ToolCall("call_2", "room_info", `{}`),
 				llmtest.ToolCall("call_3", "current_time", `{"timezone":"UTC"}`).WithPieces(7),
-			),
-			calls: []agents.ToolCall{
-				{ID: "call_1", Name: "current_time", Arguments: `{"timezone":"Asia/Tokyo"}`},
-				{ID: "call_2", Name: "room_info", Arguments: `{}`},
-				{ID: "call_3", Name: "current_time", Arguments: `{"timezone":"UTC"}`},
+			).WithUsage(11, 7),
+			want: streamed{
+				calls: []agents.ToolCall{
+					{ID: "call_1", Name: "current_time", Arguments: `{"timezone":"Asia/Tokyo"}`},
+					{ID: "call_2", Name: "room_info", Arguments: `{}`},
+					{ID: "call_3", Name: "current_time", Arguments: `{"timezone":"UTC"}`},
+				},
+				finish: agents.FinishToolCalls,
+				usage:  usage,
 			},
-			finish: agents.FinishToolCalls,
 		},
 		{
-			name:   "text then tool call",
-			reply:  llmtest.Calls(llmtest.ToolCall("c", "room_info", "")).WithText("Let me ", "look."),
-			text:   []string{"Let me ", "look."},
-			calls:  []agents.ToolCall{{ID: "c", Name: "room_info", Arguments: "{}"}},
-			finish: agents.FinishToolCalls,
+			name:  "text then tool call",
+			reply: llmtest.Calls(llmtest.ToolCall("c", "room_info", "")).WithText("Let me ", "look.").WithUsage(11, 7),
+			want:  streamed{text: []string{"Let me ", "look."}, calls: []agents.ToolCall{{ID: "c", Name: "room_info", Arguments: "{}"}}, finish: agents.FinishToolCalls, usage: usage},
 		},
 		{
-			name:   "tool call without id",
-			reply:  llmtest.Calls(llmtest.ToolCall("", "room_info", "{}")),
-			calls:  []agents.ToolCall{{ID: "call_0", Name: "room_info", Arguments: "{}"}},
-			finish: agents.FinishToolCalls,
+			name:  "tool call without id",
+			reply: llmtest.Calls(llmtest.ToolCall("", "room_info", "{}")).WithUsage(11, 7),
+			want:  streamed{calls: []agents.ToolCall{{ID: "call_0", Name: "room_info", Arguments: "{}"}}, finish: agents.FinishToolCalls, usage: usage},
 		},
 		{
-			name:   "length limit",
-			reply:  llmtest.Text("cut").WithFinish("length"),
-			text:   []string{"cut"},
-			finish: agents.FinishLength,
+			name:  "length limit",
+			reply: llmtest.Text("cut").WithFinish("length").WithUsage(11, 7),
+			want:  streamed{text: []string{"cut"}, finish: agents.FinishLength, usage: usage},
 		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.NewServer(t, tc.reply.WithUsage(11, 7))
-			m := testModel(t, srv)
-			s, err := m.Stream(t.Context(), userPrompt("hi"))
-			if err != nil {
-				t.Fatalf("Stream: %v", err)
-			}
-			evs, err := collect(t, s)
-			if err != nil {
-				t.Fatalf("Recv: %v", err)
-			}
-			var (
-				text  []string
-				calls []agents.ToolCall
-				kinds []agents.EventKind
-				usage agents.Usage
-				fin   agents.FinishReason
-			)
-			for _, ev := range evs {
-				kinds = append(kinds, ev.Kind)
-				switch ev.Kind {
-				case agents.EventText:
-					text = append(text, ev.Text)
-				case agents.EventToolCalls:
-					calls = append(calls, ev.ToolCalls...)
-				case agents.EventUsage:
-					usage = ev.Usage
-				case agents.EventFinish:
-					fin = ev.FinishReason
-				}
-			}
-			if !reflect.DeepEqual(text, tc.text) {
-				t.Errorf("text deltas = %q, want %q", text, tc.text)
-			}
-			if !reflect.DeepEqual(calls, tc.calls) {
-				t.Errorf("tool calls = %+v, want %+v", calls, tc.calls)
-			}
-			if fin != tc.finish {
-				t.Errorf("finish = %q, want %q", fin, tc.finish)
-			}
-			if want := (agents.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}); usage != want {
-				t.Errorf("usage = %+v, want %+v", usage, want)
-			}
-			if kinds[len(kinds)-1] != agents.EventFinish {
-				t.Errorf("last event = %v, want finish", kinds[len(kinds)-1])
-			}
-			if _, err := s.Recv(); !errors.Is(err, io.EOF) {
-				t.Errorf("Recv after end = %v, want io.EOF", err)
-			}
-		})
-	}
+	}, nil)
 }
 
 // The cached part of the prompt (usage.prompt_tokens_details.cached_tokens)
@@ -175,15 +91,6 @@ func TestOpenAICachedTokens(t *testing.T) {
 	if want := (agents.Usage{PromptTokens: 120, CompletionTokens: 7, TotalTokens: 127, CachedTokens: 50}); res.Usage != want {
 		t.Errorf("run usage = %+v, want %+v", res.Usage, want)
 	}
-}
-
-func collectStream(t *testing.T, m agents.Model, req *agents.Request) ([]agents.Event, error) {
-	t.Helper()
-	s, err := m.Stream(t.Context(), req)
-	if err != nil {
-		t.Fatalf("Stream: %v", err)
-	}
-	return collect(t, s)
 }
 
 func TestOpenAIRequestWire(t *testing.T) {
@@ -267,17 +174,7 @@ func TestOpenAIResponseSchema(t *testing.T) {
 }
 
 func TestOpenAIErrors(t *testing.T) {
-	cases := []struct {
-		name      string
-		reply     llmtest.Reply
-		spec      func(*agents.ModelSpec)
-		timeout   time.Duration
-		kind      agents.ErrorKind
-		status    int
-		retryable bool
-		message   string
-		is        error
-	}{
+	testModelErrors(t, agents.ProviderOpenAI, []modelErrorCase{
 		{name: "HTTP 500", reply: llmtest.HTTPError(500, "the engine is on fire"), kind: agents.ErrorHTTP, status: 500, retryable: true, message: "HTTP 500 Internal Server Error: the engine is on fire"},
 		{name: "HTTP 401", reply: llmtest.HTTPError(401, "Incorrect API key provided"), kind: agents.ErrorHTTP, status: 401, message: "HTTP 401 Unauthorized: Incorrect API key provided"},
 		{name: "HTTP 401 echoing the key", reply: llmtest.HTTPError(401, "Incorrect API key provided: "+testKey), kind: agents.ErrorHTTP, status: 401, message: "Incorrect API key provided: [REDACTED]"},
@@ -294,51 +191,10 @@ func TestOpenAIErrors(t *testing.T) {
 		{name: "truncated stream", reply: llmtest.Text("Hello", " wor").Truncated(), kind: agents.ErrorProtocol, retryable: true, message: "truncated", is: io.ErrUnexpectedEOF},
 		{name: "empty choices", reply: llmtest.Reply{EmptyChoices: true}, kind: agents.ErrorProtocol, message: "no choices"},
 		{name: "error object in the stream", reply: llmtest.Garbage(`data: {"error": {"message": "model overloaded", "type": "server_error"}}`), kind: agents.ErrorServer, retryable: true, message: "model overloaded"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.NewServer(t, tc.reply)
-			m := testModel(t, srv, func(s *agents.ModelSpec) {
-				if tc.spec != nil {
-					tc.spec(s)
-				}
-			})
-			ctx := t.Context()
-			if tc.timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
-				defer cancel()
-			}
-			start := time.Now()
-			_, err := agents.Complete(ctx, m, userPrompt("hi"), nil)
-			if elapsed := time.Since(start); elapsed > 3*time.Second {
-				t.Errorf("failing took %v", elapsed)
-			}
-			t.Logf("error: %v", err)
-			var me *agents.ModelError
-			if !errors.As(err, &me) {
-				t.Fatalf("error = %v (%T), want *ModelError", err, err)
-			}
-			if me.Kind != tc.kind || me.StatusCode != tc.status || me.Retryable != tc.retryable {
-				t.Errorf("error = kind %q status %d retryable %v, want %q %d %v (%v)", me.Kind, me.StatusCode, me.Retryable, tc.kind, tc.status, tc.retryable, err)
-			}
-			if !strings.Contains(err.Error(), tc.message) {
-				t.Errorf("error %q does not mention %q", err, tc.message)
-			}
-			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("error %v is not %v", err, tc.is)
-			}
-			if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), "SECRET") {
-				t.Errorf("error leaks the API key: %v", err)
-			}
-			if me.Model != "test-model" {
-				t.Errorf("error model = %q", me.Model)
-			}
-		})
-	}
+	})
 }
 
-func TestOpenAICancelAndNetwork(t *testing.T) {
+func TestOpenAICancelAndClose(t *testing.T) {
 	t.Run("cancelled mid-stream", func(t *testing.T) {
 		srv := llmtest.NewServer(t, llmtest.Text("a", "b", "c").WithChunkDelay(5*time.Second))
 		m := testModel(t, srv)
@@ -356,51 +212,6 @@ func TestOpenAICancelAndNetwork(t *testing.T) {
 		var me *agents.ModelError
 		if !errors.As(err, &me) || me.Kind != agents.ErrorCancelled || !errors.Is(err, context.Canceled) || me.Retryable {
 			t.Fatalf("error = %v, want a cancelled *ModelError", err)
-		}
-	})
-	t.Run("connection refused", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		m, err := agents.NewModel(agents.ModelSpec{BaseURL: "http://" + addr + "/v1", Model: "m", APIKey: testKey})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = agents.Complete(t.Context(), m, userPrompt("hi"), nil)
-		var me *agents.ModelError
-		if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork || !me.Retryable {
-			t.Fatalf("error = %v, want a retryable network *ModelError", err)
-		}
-		if strings.Contains(err.Error(), testKey) {
-			t.Errorf("error leaks the API key: %v", err)
-		}
-	})
-	t.Run("connection refused at a URL with a token", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		// Gateways take tokens in the path or the query of the base URL.
-		m, err := agents.NewModel(agents.ModelSpec{BaseURL: "http://" + addr + "/gw/pathtoken123/v1?q=querytoken456", Model: "m"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = agents.Complete(t.Context(), m, userPrompt("hi"), nil)
-		var me *agents.ModelError
-		if !errors.As(err, &me) || me.Kind != agents.ErrorNetwork {
-			t.Fatalf("error = %v, want a network *ModelError", err)
-		}
-		msg := err.Error()
-		if strings.Contains(msg, "pathtoken123") || strings.Contains(msg, "querytoken456") {
-			t.Errorf("error shows the base URL's path or query: %v", msg)
-		}
-		if !strings.Contains(msg, "http://"+addr) || !strings.Contains(msg, "connection refused") {
-			t.Errorf("error does not say which server failed how: %v", msg)
 		}
 	})
 	t.Run("server closed mid-stream", func(t *testing.T) {

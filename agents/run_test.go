@@ -42,6 +42,18 @@ func (c *countingTool) Call(ctx context.Context, args json.RawMessage) (string, 
 	return "result of " + c.name + " " + string(args), nil
 }
 
+// clockTools returns a countingTool named clock and a toolset of it
+// alone.
+func clockTools(t testing.TB) (*countingTool, *agents.Toolset) {
+	t.Helper()
+	clock := &countingTool{name: "clock"}
+	ts, err := agents.NewToolset(clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clock, ts
+}
+
 // recorder collects hook contexts.
 type recorder[T any] struct {
 	mu  sync.Mutex
@@ -117,11 +129,7 @@ func TestRunToolGate(t *testing.T) {
 					}, hooks.Priority(20)),
 				),
 			})
-			clock := &countingTool{name: "clock"}
-			ts, err := agents.NewToolset(clock)
-			if err != nil {
-				t.Fatal(err)
-			}
+			clock, ts := clockTools(t)
 			srv := llmtest.NewServer(t,
 				llmtest.Calls(llmtest.ToolCall("call_1", "clock", `{"tz":"UTC"}`).WithPieces(3)),
 				llmtest.Text("It is ", "noon."),
@@ -262,8 +270,7 @@ func TestRunToolResults(t *testing.T) {
 }
 
 func TestRunIterationBound(t *testing.T) {
-	clock := &countingTool{name: "clock"}
-	ts, _ := agents.NewToolset(clock)
+	clock, ts := clockTools(t)
 	srv := llmtest.NewServerWith(t, []llmtest.Option{llmtest.WithFallback(llmtest.Calls(llmtest.ToolCall("c", "clock", `{}`)))})
 	req := baseRun(testModel(t, srv), ts, nil)
 	req.MaxToolIterations = 3
@@ -340,8 +347,7 @@ func TestRunMessagesAndStreaming(t *testing.T) {
 }
 
 func TestRunModelErrorKeepsPartialResult(t *testing.T) {
-	clock := &countingTool{name: "clock"}
-	ts, _ := agents.NewToolset(clock)
+	_, ts := clockTools(t)
 	srv := llmtest.NewServer(t, llmtest.Calls(llmtest.ToolCall("a", "clock", `{}`)), llmtest.HTTPError(503, "overloaded"))
 	res, err := agents.Run(t.Context(), baseRun(testModel(t, srv), ts, nil))
 	var me *agents.ModelError
@@ -377,8 +383,7 @@ func TestRunGateFailClosed(t *testing.T) {
 			return errors.New("policy server down")
 		}, hooks.WithFailurePolicy(hooks.FailClosed)),
 	)})
-	clock := &countingTool{name: "clock"}
-	ts, _ := agents.NewToolset(clock)
+	clock, ts := clockTools(t)
 	srv := llmtest.NewServer(t, llmtest.Calls(llmtest.ToolCall("a", "clock", `{}`)), llmtest.Text("ok"))
 	res, err := agents.Run(hooktest.Context(t), baseRun(testModel(t, srv), ts, reg))
 	if err != nil {

@@ -239,11 +239,7 @@ func toolUseID(c Call, i int) string {
 
 // streamMessage writes reply as a Messages API event stream.
 func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, req *Request, reply Reply, id string) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	f, _ := w.(http.Flusher)
-	e := &sse{w: w, flusher: f, ctx: r.Context(), instant: s.opts.instant, delay: reply.ChunkDelay}
+	e := s.openSSE(w, r, reply)
 	defer e.finish()
 	ev := func(name string, payload any) bool {
 		b, _ := json.Marshal(payload)

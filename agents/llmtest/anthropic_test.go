@@ -3,28 +3,17 @@ package llmtest_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 )
 
+// postMessages posts a request to the Messages API of the server at root.
 func postMessages(t *testing.T, root, body string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Post(root+"/v1/messages", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, out
+	return postTo(t, root+"/v1/messages", body)
 }
 
 const messagesBody = `{"model":"claude","max_tokens":100,"stream":true,"system":[{"type":"text","text":"sys","cache_control":{"type":"ephemeral"}}],` +
@@ -36,13 +25,7 @@ func TestAnthropicWireGolden(t *testing.T) {
 		llmtest.ToolCall("toolu_1", "clock", `{"timezone":"Europe/Berlin"}`).WithPieces(3),
 		llmtest.ToolCall("", "room_info", `{}`),
 	).WithText("Checking.").WithCachedUsage(30, 20, 12)
-	cases := []struct {
-		name   string
-		reply  llmtest.Reply
-		body   string
-		status int
-		ctype  string
-	}{
+	testWire(t, func(srv *llmtest.Server) string { return srv.RootURL + "/v1/messages" }, []wireCase{
 		{name: "anthropic_stream_tool_use", reply: calls, body: messagesBody, status: 200, ctype: "text/event-stream"},
 		{name: "anthropic_stream_text", reply: llmtest.Text("a", "b").WithFinish("length").WithUsage(5, 2), body: messagesBody, status: 200, ctype: "text/event-stream"},
 		{name: "anthropic_stream_error", reply: llmtest.Text("a").WithStreamError("overloaded_error", "Overloaded"), body: messagesBody, status: 200, ctype: "text/event-stream"},
@@ -50,29 +33,7 @@ func TestAnthropicWireGolden(t *testing.T) {
 		{name: "anthropic_complete_tool_use", reply: calls, body: `{"model":"claude","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`, status: 200, ctype: "application/json"},
 		{name: "anthropic_error_401", reply: llmtest.HTTPError(401, "invalid x-api-key"), body: messagesBody, status: 401, ctype: "application/json"},
 		{name: "anthropic_error_529", reply: llmtest.HTTPError(529, "Overloaded"), body: messagesBody, status: 529, ctype: "application/json"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.NewServer(t, tc.reply)
-			resp, got := postMessages(t, srv.RootURL, tc.body)
-			if resp.StatusCode != tc.status || resp.Header.Get("Content-Type") != tc.ctype {
-				t.Errorf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
-			}
-			path := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("body differs from %s:\n%s", path, got)
-			}
-		})
-	}
+	})
 }
 
 // Every event is an "event:" line naming its type, one "data:" line of

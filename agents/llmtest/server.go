@@ -339,6 +339,16 @@ func (e *sse) data(payload []byte) bool {
 	return e.line(append(append([]byte("data: "), payload...), '\n', '\n'))
 }
 
+// openSSE answers r with an event stream and returns its writer; the
+// handlers of both wire formats call it before their first event.
+func (s *Server) openSSE(w http.ResponseWriter, r *http.Request, reply Reply) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sse{w: w, flusher: f, ctx: r.Context(), instant: s.opts.instant, delay: reply.ChunkDelay}
+}
+
 func (e *sse) line(b []byte) bool {
 	if e.n > 1 && e.delay > 0 && !e.instant && !sleep(e.ctx, e.delay) {
 		return false
@@ -364,11 +374,7 @@ func (e *sse) finish() {
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, reply Reply, id string) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	f, _ := w.(http.Flusher)
-	e := &sse{w: w, flusher: f, ctx: r.Context(), instant: s.opts.instant, delay: reply.ChunkDelay}
+	e := s.openSSE(w, r, reply)
 	defer e.finish()
 	includeUsage := req.Body.StreamOptions != nil && req.Body.StreamOptions.IncludeUsage
 	mk := func(d delta, finish *string) []byte {

@@ -18,9 +18,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-func post(t *testing.T, url, body string) (*http.Response, []byte) {
+// postTo posts body to url and returns the response and its body.
+func postTo(t *testing.T, url, body string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Post(url+"/chat/completions", "application/json", strings.NewReader(body))
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,32 +33,31 @@ func post(t *testing.T, url, body string) (*http.Response, []byte) {
 	return resp, out
 }
 
-const streamBody = `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"clock","parameters":{"type":"object"}}}]}`
+// post posts a chat completion request to the OpenAI-style API at url.
+func post(t *testing.T, url, body string) (*http.Response, []byte) {
+	t.Helper()
+	return postTo(t, url+"/chat/completions", body)
+}
 
-func TestWireGolden(t *testing.T) {
-	calls := llmtest.Calls(
-		llmtest.ToolCall("call_1", "clock", `{"timezone":"Europe/Berlin"}`).WithPieces(3),
-		llmtest.ToolCall("call_2", "room_info", `{}`),
-	).WithText("Checking.").WithUsage(30, 12)
-	cases := []struct {
-		name   string
-		reply  llmtest.Reply
-		body   string
-		status int
-		ctype  string
-	}{
-		{name: "stream_tool_calls", reply: calls, body: streamBody, status: 200, ctype: "text/event-stream"},
-		{name: "stream_without_usage", reply: llmtest.Text("a", "b"), body: `{"model":"m","stream":true,"messages":[]}`, status: 200, ctype: "text/event-stream"},
-		{name: "stream_truncated", reply: llmtest.Text("a").Truncated(), body: streamBody, status: 200, ctype: "text/event-stream"},
-		{name: "stream_garbage", reply: llmtest.Garbage("data: {oops", ": comment", "event: nonsense"), body: streamBody, status: 200, ctype: "text/event-stream"},
-		{name: "complete_tool_calls", reply: calls, body: `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, status: 200, ctype: "application/json"},
-		{name: "complete_text", reply: llmtest.Text("Hello", " there"), body: `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, status: 200, ctype: "application/json"},
-		{name: "error_429", reply: llmtest.HTTPError(429, "slow down"), body: streamBody, status: 429, ctype: "application/json"},
-	}
+// wireCase is a scripted reply, the request body that fetches it, and
+// what the answer must be: its status, content type and the bytes in
+// testdata/<name>.golden.
+type wireCase struct {
+	name   string
+	reply  llmtest.Reply
+	body   string
+	status int
+	ctype  string
+}
+
+// testWire posts each case's body to endpoint (of a server scripted with
+// the case's reply) and compares the answer with its golden file; -update
+// rewrites the golden files.
+func testWire(t *testing.T, endpoint func(*llmtest.Server) string, cases []wireCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, tc.reply)
-			resp, got := post(t, srv.URL, tc.body)
+			resp, got := postTo(t, endpoint(srv), tc.body)
 			if resp.StatusCode != tc.status || resp.Header.Get("Content-Type") != tc.ctype {
 				t.Errorf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 			}
@@ -76,6 +76,24 @@ func TestWireGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+const streamBody = `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"clock","parameters":{"type":"object"}}}]}`
+
+func TestWireGolden(t *testing.T) {
+	calls := llmtest.Calls(
+		llmtest.ToolCall("call_1", "clock", `{"timezone":"Europe/Berlin"}`).WithPieces(3),
+		llmtest.ToolCall("call_2", "room_info", `{}`),
+	).WithText("Checking.").WithUsage(30, 12)
+	testWire(t, func(srv *llmtest.Server) string { return srv.URL + "/chat/completions" }, []wireCase{
+		{name: "stream_tool_calls", reply: calls, body: streamBody, status: 200, ctype: "text/event-stream"},
+		{name: "stream_without_usage", reply: llmtest.Text("a", "b"), body: `{"model":"m","stream":true,"messages":[]}`, status: 200, ctype: "text/event-stream"},
+		{name: "stream_truncated", reply: llmtest.Text("a").Truncated(), body: streamBody, status: 200, ctype: "text/event-stream"},
+		{name: "stream_garbage", reply: llmtest.Garbage("data: {oops", ": comment", "event: nonsense"), body: streamBody, status: 200, ctype: "text/event-stream"},
+		{name: "complete_tool_calls", reply: calls, body: `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, status: 200, ctype: "application/json"},
+		{name: "complete_text", reply: llmtest.Text("Hello", " there"), body: `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, status: 200, ctype: "application/json"},
+		{name: "error_429", reply: llmtest.HTTPError(429, "slow down"), body: streamBody, status: 429, ctype: "application/json"},
+	})
 }
 
 // TestStreamIsValidSSE checks the framing a client relies on: every event
