@@ -42,7 +42,8 @@ func newAnthropic(spec ModelSpec) (*anthropicModel, error) {
 	}
 	u, err := url.Parse(spec.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("failed to create anthropic model %q: base url %q is not an http(s) URL", spec.Model, spec.BaseURL)
+		// The URL itself is not repeated: its path or query may hold a token.
+		return nil, fmt.Errorf("failed to create anthropic model %q: its base url is not an http(s) URL", spec.Model)
 	}
 	hc := spec.HTTPClient
 	if hc == nil {

@@ -38,3 +38,22 @@ func TestScrubCredentials(t *testing.T) {
 		})
 	}
 }
+
+// A base URL a provider cannot use is refused without repeating it: its
+// path, query or user info may hold a token.
+func TestBadBaseURLIsNotRepeated(t *testing.T) {
+	const token = "tok3n-in-the-url"
+	for _, p := range []string{ProviderOpenAI, ProviderAnthropic} {
+		for _, u := range []string{"ftp://gw.example/" + token, "https:///" + token + "?key=" + token, "//" + token + "@gw.example"} {
+			t.Run(p+" "+u, func(t *testing.T) {
+				_, err := NewModel(ModelSpec{Provider: p, Model: "m", BaseURL: u, APIKey: "k"})
+				if err == nil {
+					t.Fatal("a base URL that is not http(s) was accepted")
+				}
+				if strings.Contains(err.Error(), token) {
+					t.Errorf("the error repeats the URL: %v", err)
+				}
+			})
+		}
+	}
+}
