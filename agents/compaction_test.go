@@ -11,6 +11,7 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/hooks/hooktest"
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 func user(s string) agents.Message { return agents.Message{Role: agents.RoleUser, Content: s} }
@@ -84,7 +85,7 @@ func compactReq(reg *hooks.Registry, budget, keep int, summarizer agents.Model) 
 }
 
 func TestCompactWithSummary(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		h, _ := newHistoryOn(t, dialect)
 		ctx := hooktest.Context(t)
 		turns, all := seed(t, h, "scope")
@@ -209,7 +210,7 @@ func pairsIntact(t *testing.T, msgs []agents.Message) {
 }
 
 func TestCompactTruncates(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		turns, all := conversation()
 		total := agents.EstimateTokens(all...)
 		last := agents.EstimateTokens(turns[3]...)
@@ -267,7 +268,7 @@ func TestCompactTruncates(t *testing.T) {
 // TestCompactKeepsToolPairsAtEveryBudget sweeps every keep size over a
 // history made only of tool-calling turns.
 func TestCompactKeepsToolPairsAtEveryBudget(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		var all []agents.Message
 		for i := range 6 {
 			id := string(rune('a' + i))
@@ -297,7 +298,7 @@ func TestCompactKeepsToolPairsAtEveryBudget(t *testing.T) {
 }
 
 func TestCompactNothingToDo(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		cases := []struct {
 			name   string
 			msgs   []agents.Message
@@ -329,7 +330,7 @@ func TestCompactNothingToDo(t *testing.T) {
 }
 
 func TestCompactFailures(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		_, all := conversation()
 		budget := agents.EstimateTokens(all...) - 1
 		cases := []struct {
@@ -392,7 +393,7 @@ func TestCompactFailures(t *testing.T) {
 }
 
 func TestCompactKeepsMessagesAppendedMeanwhile(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		h, _ := newHistoryOn(t, dialect)
 		ctx := hooktest.Context(t)
 		turns, all := seed(t, h, "scope")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/hooks/hooktest"
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 // seedTurns stores the four turns of conversation in scope, turn i as the
@@ -29,7 +30,7 @@ func seedTurns(t *testing.T, h *agents.History, scope string) [][]agents.Message
 }
 
 func TestHistoryForget(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		turns, _ := conversation()
 		without := func(skip ...int) []agents.Message {
 			var out []agents.Message

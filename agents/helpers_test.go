@@ -2,23 +2,20 @@ package agents_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
-	"go.mau.fi/util/dbutil"
-	_ "modernc.org/sqlite"
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 const testKey = "sk-test-SECRET-0123456789"
@@ -249,31 +246,11 @@ func refusedAddr(t *testing.T) string {
 	return addr
 }
 
-// openDB opens (or reopens) the SQLite database at path.
-func openDB(t testing.TB, path string) *dbutil.Database {
-	t.Helper()
-	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := dbutil.NewWithDB(raw, "sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
-
-// newHistory returns an upgraded History on a fresh database, and its path.
+// newHistory returns an upgraded History on a fresh SQLite database, and
+// its path.
 func newHistory(t testing.TB) (*agents.History, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "hookroom.db")
-	db := openDB(t, path)
-	t.Cleanup(func() { _ = db.Close() })
-	h := agents.NewHistory(db)
-	if err := h.Upgrade(t.Context()); err != nil {
-		t.Fatalf("Upgrade: %v", err)
-	}
-	return h, path
+	return newHistoryOn(t, dbtest.SQLite)
 }
 
 func zlog(w io.Writer) zerolog.Logger { return zerolog.New(w) }

@@ -15,14 +15,14 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/database"
 )
 
+// upgradeFiles are the agents package's own migrations, versioned in the
+// agents_version table so other packages can share the database.
+//
 //go:embed upgrades/*.sql
 var upgradeFiles embed.FS
-
-// upgradeTable holds the agents package's own migrations, versioned in the
-// agents_version table.
-var upgradeTable = dbutil.BuildUpgradeTable().WithFSPath(upgradeFiles, "upgrades").Finish()
 
 // ScopeKey is the key of a conversation's history: the room id, "/", and
 // the thread root's event id ("" for the room's main timeline).
@@ -57,16 +57,13 @@ type History struct {
 
 // NewHistory returns a History on db. Call Upgrade before using it.
 func NewHistory(db *dbutil.Database) *History {
-	return &History{db: db.Child("agents_version", upgradeTable, nil), now: time.Now}
+	return &History{db: database.Tables(db, "agents", upgradeFiles), now: time.Now}
 }
 
 // Upgrade creates or migrates the history tables. Call it once at
 // start-up, before any other method.
 func (h *History) Upgrade(ctx context.Context) error {
-	if err := h.db.Upgrade(ctx); err != nil {
-		return fmt.Errorf("failed to upgrade agents tables: %w", err)
-	}
-	return nil
+	return database.Upgrade(ctx, h.db)
 }
 
 func (h *History) lockWrites() func() {

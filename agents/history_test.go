@@ -12,6 +12,7 @@ import (
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
 // oddTurn is a turn whose contents are easy to damage on the way through a
@@ -29,7 +30,7 @@ var oddTurn = []agents.Message{
 }
 
 func TestHistoryAppendLoadByteExact(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		h, _ := newHistoryOn(t, dialect)
 		ctx := t.Context()
 		scope := agents.ScopeKey("!room:example.org", "$root")
@@ -74,7 +75,7 @@ func TestHistoryAppendLoadByteExact(t *testing.T) {
 // messages and one built from the loaded ones: the model must receive the
 // same bytes.
 func TestHistoryReplayIsByteIdentical(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		h, _ := newHistoryOn(t, dialect)
 		ctx := t.Context()
 		valid := oddTurn[:5] // the wire carries JSON, so only valid UTF-8 survives it
@@ -104,7 +105,7 @@ func TestHistoryReplayIsByteIdentical(t *testing.T) {
 }
 
 func TestHistoryConcurrentAppends(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		h, _ := newHistoryOn(t, dialect)
 		ctx := t.Context()
 		const (
@@ -176,7 +177,7 @@ func TestHistoryConcurrentAppends(t *testing.T) {
 }
 
 func TestHistoryReopen(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		h, path := newHistoryOn(t, dialect)
 		ctx := t.Context()
 		if _, err := h.Append(ctx, "s", "assistant", oddTurn...); err != nil {
@@ -186,7 +187,7 @@ func TestHistoryReopen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		db := openDBOn(t, dialect, path)
+		db := dialect.Open(t, path)
 		defer db.Close()
 		h2 := agents.NewHistory(db)
 		if err := h2.Upgrade(ctx); err != nil {
@@ -211,7 +212,7 @@ func TestHistoryReopen(t *testing.T) {
 }
 
 func TestHistoryDelete(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		h, _ := newHistoryOn(t, dialect)
 		ctx := t.Context()
 		if _, err := h.Append(ctx, "s", "a", oddTurn[:1]...); err != nil {
@@ -253,7 +254,7 @@ func hookMessages(t *testing.T, msgs []agents.Message) []hooks.ChatMessage {
 // A message's images belong to its request only: the stored turn is its
 // text, which is what every later request sends.
 func TestHistoryDoesNotStoreImages(t *testing.T) {
-	forDialects(t, func(t *testing.T, dialect string) {
+	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		h, _ := newHistoryOn(t, dialect)
 		ctx := t.Context()
 		msg := agents.Message{Role: agents.RoleUser, Content: `[Image "cat.png" (image/png, 3 B) attached]`,
