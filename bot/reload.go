@@ -39,18 +39,8 @@ func (r ReloadReport) Summary() string {
 	c := r.Config
 	var parts []string
 	list := func(name string, added, removed, changed []string) {
-		var items []string
-		for _, a := range added {
-			items = append(items, "+"+a)
-		}
-		for _, a := range removed {
-			items = append(items, "-"+a)
-		}
-		for _, a := range changed {
-			items = append(items, "~"+a)
-		}
-		if len(items) > 0 {
-			parts = append(parts, name+" "+strings.Join(items, " "))
+		if s := config.ListChanges(name, added, removed, changed); s != "" {
+			parts = append(parts, s)
 		}
 	}
 	list("agents", c.AgentsAdded, c.AgentsRemoved, c.AgentsChanged)

@@ -51,7 +51,7 @@ func (a ToolApproval) ApprovalTimeout() time.Duration {
 }
 
 // ApprovalRulePath is the key path of rule i of tool_approval.rules.
-func ApprovalRulePath(i int) string { return joinIndex("tool_approval.rules", i) }
+func ApprovalRulePath(i int) string { return JoinIndex("tool_approval.rules", i) }
 
 func (v *validator) toolApproval() {
 	a := v.c.ToolApproval
@@ -65,12 +65,12 @@ func (v *validator) toolApproval() {
 		switch r.Action {
 		case ApprovalAuto, ApprovalRequired:
 		case "":
-			v.errorf(joinKey(p, "action"), "is required: %q or %q", ApprovalAuto, ApprovalRequired)
+			v.errorf(JoinKey(p, "action"), "is required: %q or %q", ApprovalAuto, ApprovalRequired)
 		default:
-			v.errorf(joinKey(p, "action"), "must be %q or %q, not %q", ApprovalAuto, ApprovalRequired, r.Action)
+			v.errorf(JoinKey(p, "action"), "must be %q or %q, not %q", ApprovalAuto, ApprovalRequired, r.Action)
 		}
 		for j, t := range r.Tools {
-			tp := joinIndex(joinKey(p, "tools"), j)
+			tp := JoinIndex(JoinKey(p, "tools"), j)
 			if strings.TrimSpace(t) == "" {
 				v.errorf(tp, "must not be empty")
 				continue
@@ -81,12 +81,12 @@ func (v *validator) toolApproval() {
 		}
 		for j, ag := range r.Agents {
 			if _, ok := v.c.Agents[ag]; !ok {
-				v.errorf(joinIndex(joinKey(p, "agents"), j), "unknown agent %q (agents: %s)", ag, strings.Join(v.c.AgentNames(), ", "))
+				v.errorf(JoinIndex(JoinKey(p, "agents"), j), "unknown agent %q (agents: %s)", ag, strings.Join(v.c.AgentNames(), ", "))
 			}
 		}
 		for j, room := range r.Rooms {
 			if !v.roomRef(room) {
-				v.errorf(joinIndex(joinKey(p, "rooms"), j), "%q is not a room key, room id or full alias", room)
+				v.errorf(JoinIndex(JoinKey(p, "rooms"), j), "%q is not a room key, room id or full alias", room)
 			}
 		}
 	}

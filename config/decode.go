@@ -212,7 +212,7 @@ func (d *decoder) pairs(n *yaml.Node, path string) []pair {
 			continue
 		}
 		if first, dup := seen[k.Value]; dup {
-			d.errorf(k, joinKey(path, k.Value), "duplicate key (first defined at line %d)", first.Line)
+			d.errorf(k, JoinKey(path, k.Value), "duplicate key (first defined at line %d)", first.Line)
 			continue
 		}
 		seen[k.Value] = k
@@ -279,7 +279,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 	}
 	idx, names := fieldsOf(v.Type())
 	for _, p := range d.pairs(n, path) {
-		kp := joinKey(path, p.key.Value)
+		kp := JoinKey(path, p.key.Value)
 		d.lines[kp] = p.key.Line
 		i, ok := idx[p.key.Value]
 		if !ok {
@@ -301,7 +301,7 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 	}
 	m := reflect.MakeMap(t)
 	for _, p := range d.pairs(n, path) {
-		kp := joinKey(path, p.key.Value)
+		kp := JoinKey(path, p.key.Value)
 		d.lines[kp] = p.key.Line
 		elem := reflect.New(t.Elem()).Elem()
 		d.decode(p.val, elem, kp)
@@ -317,7 +317,7 @@ func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, item := range n.Content {
-		ip := joinIndex(path, i)
+		ip := JoinIndex(path, i)
 		d.lines[ip] = item.Line
 		d.decode(item, s.Index(i), ip)
 	}
@@ -338,7 +338,7 @@ func (d *decoder) decodeAny(n *yaml.Node, path string) any {
 	case yaml.MappingNode:
 		m := make(map[string]any)
 		for _, p := range d.pairs(n, path) {
-			kp := joinKey(path, p.key.Value)
+			kp := JoinKey(path, p.key.Value)
 			d.lines[kp] = p.key.Line
 			m[p.key.Value] = d.decodeAny(p.val, kp)
 		}
@@ -346,7 +346,7 @@ func (d *decoder) decodeAny(n *yaml.Node, path string) any {
 	case yaml.SequenceNode:
 		s := make([]any, len(n.Content))
 		for i, item := range n.Content {
-			ip := joinIndex(path, i)
+			ip := JoinIndex(path, i)
 			d.lines[ip] = item.Line
 			s[i] = d.decodeAny(item, ip)
 		}

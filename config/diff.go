@@ -149,23 +149,33 @@ func (ch Changes) IsEmpty() bool {
 	return reflect.DeepEqual(ch, Changes{})
 }
 
+// ListChanges renders the changes to one section's named entries the way
+// Changes.String does: "name +added -removed ~changed", or "" when there
+// are none.
+func ListChanges(name string, added, removed, changed []string) string {
+	var items []string
+	for _, a := range added {
+		items = append(items, "+"+a)
+	}
+	for _, r := range removed {
+		items = append(items, "-"+r)
+	}
+	for _, c := range changed {
+		items = append(items, "~"+c)
+	}
+	if len(items) == 0 {
+		return ""
+	}
+	return name + " " + strings.Join(items, " ")
+}
+
 // String summarises the changes for a log line, e.g.
 // "agents +ops -old ~code; plugins ~builtin:audit; models".
 func (ch Changes) String() string {
 	var parts []string
 	list := func(name string, added, removed, changed []string) {
-		var items []string
-		for _, a := range added {
-			items = append(items, "+"+a)
-		}
-		for _, r := range removed {
-			items = append(items, "-"+r)
-		}
-		for _, c := range changed {
-			items = append(items, "~"+c)
-		}
-		if len(items) > 0 {
-			parts = append(parts, name+" "+strings.Join(items, " "))
+		if s := ListChanges(name, added, removed, changed); s != "" {
+			parts = append(parts, s)
 		}
 	}
 	list("agents", ch.AgentsAdded, ch.AgentsRemoved, ch.AgentsChanged)

@@ -52,11 +52,11 @@ func (s *substituter) walk(n *yaml.Node, path string) {
 				s.walk(v, path)
 				continue
 			}
-			s.walk(v, joinKey(path, k.Value))
+			s.walk(v, JoinKey(path, k.Value))
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			s.walk(c, joinIndex(path, i))
+			s.walk(c, JoinIndex(path, i))
 		}
 	case yaml.ScalarNode:
 		s.scalar(n, path)

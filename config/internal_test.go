@@ -15,11 +15,11 @@ func TestKeyPaths(t *testing.T) {
 		{"nested key", "matrix.router.username", "matrix.router"},
 		{"index", "plugins[3]", "plugins"},
 		{"key below index", "plugins[0].settings", "plugins[0]"},
-		{"quoted key", joinKey("authorization.room_permissions", "!a:b.org"), "authorization.room_permissions"},
-		{"index below quoted key", joinIndex(joinKey("x", "a.b"), 2), `x["a.b"]`},
-		{"key below quoted key", joinKey(joinKey("x", "a.b"), "c"), `x["a.b"]`},
-		{"quoted key with bracket and quote", joinKey("x", `a"]b`), "x"},
-		{"top-level quoted key", joinKey("", "a b"), ""},
+		{"quoted key", JoinKey("authorization.room_permissions", "!a:b.org"), "authorization.room_permissions"},
+		{"index below quoted key", JoinIndex(JoinKey("x", "a.b"), 2), `x["a.b"]`},
+		{"key below quoted key", JoinKey(JoinKey("x", "a.b"), "c"), `x["a.b"]`},
+		{"quoted key with bracket and quote", JoinKey("x", `a"]b`), "x"},
+		{"top-level quoted key", JoinKey("", "a b"), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -28,7 +28,7 @@ func TestKeyPaths(t *testing.T) {
 			}
 		})
 	}
-	if got := joinKey("a", "!x:y"); got != `a["!x:y"]` {
+	if got := JoinKey("a", "!x:y"); got != `a["!x:y"]` {
 		t.Errorf("joinKey quoted = %q", got)
 	}
 	for _, tt := range []struct {

@@ -110,11 +110,11 @@ func (c *Config) redactMCP() {
 	for name, s := range c.MCPServers {
 		p := MCPServerPath(name)
 		for i := range s.Args {
-			if c.fromEnv[joinIndex(joinKey(p, "args"), i)] {
+			if c.fromEnv[JoinIndex(JoinKey(p, "args"), i)] {
 				s.Args[i] = redacted
 			}
 		}
-		if c.fromEnv[joinKey(p, "url")] {
+		if c.fromEnv[JoinKey(p, "url")] {
 			s.URL = redacted
 		}
 		c.MCPServers[name] = s
@@ -131,7 +131,7 @@ func (c *Config) MCPStateDir(name string) string {
 }
 
 // MCPServerPath is the key path of an MCP server entry, for Errorf.
-func MCPServerPath(name string) string { return joinKey("mcp_servers", name) }
+func MCPServerPath(name string) string { return JoinKey("mcp_servers", name) }
 
 func (c *Config) applyMCPDefaults() {
 	for name, s := range c.MCPServers {
@@ -170,38 +170,38 @@ func (v *validator) mcpServers() {
 		case s.Command == "" && s.URL == "":
 			v.errorf(p, "set command (a stdio server hookroom starts) or url (a streamable-HTTP server)")
 		case s.URL != "":
-			v.httpURL(joinKey(p, "url"), s.URL)
+			v.httpURL(JoinKey(p, "url"), s.URL)
 			for _, key := range []string{"args", "env", "crash_limit"} {
 				if v.set(s, key) {
-					v.errorf(joinKey(p, key), "applies to stdio servers (command), not to url")
+					v.errorf(JoinKey(p, key), "applies to stdio servers (command), not to url")
 				}
 			}
 			if s.Sandbox.Enabled != nil || len(s.Sandbox.ReadOnly)+len(s.Sandbox.ReadWrite) > 0 {
-				v.errorf(joinKey(p, "sandbox"), "applies to stdio servers (command), not to url")
+				v.errorf(JoinKey(p, "sandbox"), "applies to stdio servers (command), not to url")
 			}
 		default:
 			if len(s.Headers) > 0 {
-				v.errorf(joinKey(p, "headers"), "applies to url servers, not to command")
+				v.errorf(JoinKey(p, "headers"), "applies to url servers, not to command")
 			}
 		}
 		for j, env := range s.Env {
 			if !envNameRE.MatchString(env) {
-				v.errorf(joinIndex(joinKey(p, "env"), j), "%q is not an environment variable name", env)
+				v.errorf(JoinIndex(JoinKey(p, "env"), j), "%q is not an environment variable name", env)
 			}
 		}
 		for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
 			if h == "" || strings.ContainsAny(h, " :\r\n\t") {
-				v.errorf(joinKey(joinKey(p, "headers"), h), "%q is not an HTTP header name", h)
+				v.errorf(JoinKey(JoinKey(p, "headers"), h), "%q is not an HTTP header name", h)
 			}
 		}
 		if s.CallTimeout < 0 {
-			v.errorf(joinKey(p, "call_timeout"), "must be positive")
+			v.errorf(JoinKey(p, "call_timeout"), "must be positive")
 		}
 		if s.StartTimeout < 0 {
-			v.errorf(joinKey(p, "start_timeout"), "must be positive")
+			v.errorf(JoinKey(p, "start_timeout"), "must be positive")
 		}
 		if s.CrashLimit < 0 {
-			v.errorf(joinKey(p, "crash_limit"), "must be positive, not %d", s.CrashLimit)
+			v.errorf(JoinKey(p, "crash_limit"), "must be positive, not %d", s.CrashLimit)
 		}
 		for _, l := range []struct {
 			key   string
@@ -209,7 +209,7 @@ func (v *validator) mcpServers() {
 		}{{"read_only", s.Sandbox.ReadOnly}, {"read_write", s.Sandbox.ReadWrite}} {
 			for j, path := range l.paths {
 				if path == "" {
-					v.errorf(joinIndex(joinKey(joinKey(p, "sandbox"), l.key), j), "must not be empty")
+					v.errorf(JoinIndex(JoinKey(JoinKey(p, "sandbox"), l.key), j), "must not be empty")
 				}
 			}
 		}

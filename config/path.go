@@ -9,7 +9,9 @@ import (
 // ("agents.code.model"), sequence items are indexed ("plugins[0]"), and keys
 // that are not plain words are quoted ("authorization.room_permissions[\"!a:b\"]").
 
-func joinKey(base, key string) string {
+// JoinKey appends a map key to a key path: "a.b", or a["quoted key"] for a
+// key that is not a plain word.
+func JoinKey(base, key string) string {
 	seg := key
 	if !isPlainKey(key) {
 		seg = "[" + strconv.Quote(key) + "]"
@@ -21,7 +23,8 @@ func joinKey(base, key string) string {
 	return base + "." + seg
 }
 
-func joinIndex(base string, i int) string {
+// JoinIndex appends a list index to a key path: "rules[2]".
+func JoinIndex(base string, i int) string {
 	return base + "[" + strconv.Itoa(i) + "]"
 }
 
@@ -83,5 +86,5 @@ func within(path, p string) bool {
 // AgentToolPath is the key path of entry i of agents.<agent>.tools, for
 // Config.Errorf and Config.Line.
 func AgentToolPath(agent string, i int) string {
-	return joinIndex(joinKey(joinKey("agents", agent), "tools"), i)
+	return JoinIndex(JoinKey(JoinKey("agents", agent), "tools"), i)
 }

@@ -128,7 +128,7 @@ func (c *Config) Redacted() *Config {
 	n.envValues, n.masker = nil, nil // the values themselves
 	for i := range n.Plugins {
 		if s := n.Plugins[i].Settings; s != nil {
-			n.redactSettings(s, joinKey(joinIndex("plugins", i), "settings"))
+			n.redactSettings(s, JoinKey(JoinIndex("plugins", i), "settings"))
 		}
 	}
 	n.redactMCP()
@@ -139,7 +139,7 @@ func (c *Config) redactSettings(v any, path string) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, val := range x {
-			kp := joinKey(path, k)
+			kp := JoinKey(path, k)
 			if isSecretKey(k) && val != nil {
 				x[k] = redacted
 				continue
@@ -149,7 +149,7 @@ func (c *Config) redactSettings(v any, path string) any {
 		return x
 	case []any:
 		for i, val := range x {
-			x[i] = c.redactSettings(val, joinIndex(path, i))
+			x[i] = c.redactSettings(val, JoinIndex(path, i))
 		}
 		return x
 	default:

@@ -135,7 +135,7 @@ func (v *validator) httpURL(path, raw string) {
 func (v *validator) userIDs(path string, users []id.UserID) {
 	for i, u := range users {
 		if _, _, err := u.ParseAndValidateRelaxed(); err != nil {
-			v.errorf(joinIndex(path, i), "%q is not a valid Matrix user id (e.g. @alice:example.org)", u)
+			v.errorf(JoinIndex(path, i), "%q is not a valid Matrix user id (e.g. @alice:example.org)", u)
 		}
 	}
 }
@@ -143,27 +143,27 @@ func (v *validator) userIDs(path string, users []id.UserID) {
 func (v *validator) models() {
 	for _, name := range sortedKeys(v.c.Models) {
 		m := v.c.Models[name]
-		p := joinKey("models", name)
+		p := JoinKey("models", name)
 		switch m.Provider {
 		case ProviderOpenAI, ProviderAnthropic:
 			if m.Model == "" {
-				v.errorf(joinKey(p, "model"), "is required for provider %q (the provider's model id)", m.Provider)
+				v.errorf(JoinKey(p, "model"), "is required for provider %q (the provider's model id)", m.Provider)
 			}
 		case ProviderEcho:
 		default:
-			v.errorf(joinKey(p, "provider"), "must be %q, %q or %q, not %q", ProviderOpenAI, ProviderAnthropic, ProviderEcho, m.Provider)
+			v.errorf(JoinKey(p, "provider"), "must be %q, %q or %q, not %q", ProviderOpenAI, ProviderAnthropic, ProviderEcho, m.Provider)
 		}
 		switch {
 		case m.MaxTokens < 0:
-			v.errorf(joinKey(p, "max_tokens"), "must not be negative")
+			v.errorf(JoinKey(p, "max_tokens"), "must not be negative")
 		case m.MaxTokens > 0 && m.ContextWindow > 0 && m.MaxTokens >= m.ContextWindow:
-			v.errorf(joinKey(p, "max_tokens"), "must be smaller than context_window (%d): the reply must leave room for the prompt", m.ContextWindow)
+			v.errorf(JoinKey(p, "max_tokens"), "must be smaller than context_window (%d): the reply must leave room for the prompt", m.ContextWindow)
 		}
 		if m.BaseURL != "" {
-			v.httpURL(joinKey(p, "base_url"), m.BaseURL)
+			v.httpURL(JoinKey(p, "base_url"), m.BaseURL)
 		}
 		if m.ContextWindow < 0 {
-			v.errorf(joinKey(p, "context_window"), "must not be negative")
+			v.errorf(JoinKey(p, "context_window"), "must not be negative")
 		}
 	}
 	if r := v.c.Router.Model; r != "" {
@@ -186,25 +186,25 @@ func (v *validator) rooms() {
 	aliases := make(map[string]string)
 	for _, key := range sortedKeys(v.c.Rooms) {
 		r := v.c.Rooms[key]
-		p := joinKey("rooms", key)
+		p := JoinKey("rooms", key)
 		if !nameRE.MatchString(key) {
 			v.errorf(p, "room key %q must match %s", key, nameRE)
 		}
 		if r.ID != "" {
 			if !strings.HasPrefix(string(r.ID), "!") || len(r.ID) < 2 {
-				v.errorf(joinKey(p, "id"), "%q is not a room id (it starts with !)", r.ID)
+				v.errorf(JoinKey(p, "id"), "%q is not a room id (it starts with !)", r.ID)
 			} else if other, dup := ids[r.ID]; dup {
-				v.errorf(joinKey(p, "id"), "room id also used by rooms.%s", other)
+				v.errorf(JoinKey(p, "id"), "room id also used by rooms.%s", other)
 			} else {
 				ids[r.ID] = key
 			}
 		}
-		v.userIDs(joinKey(p, "invite"), r.Invite)
+		v.userIDs(JoinKey(p, "invite"), r.Invite)
 		if r.Alias != "" {
 			if !validAlias(r.Alias) {
-				v.errorf(joinKey(p, "alias"), "%q is not a room alias (#name:server) or alias localpart (name)", r.Alias)
+				v.errorf(JoinKey(p, "alias"), "%q is not a room alias (#name:server) or alias localpart (name)", r.Alias)
 			} else if other, dup := aliases[r.Alias]; dup {
-				v.errorf(joinKey(p, "alias"), "alias also used by rooms.%s", other)
+				v.errorf(JoinKey(p, "alias"), "alias also used by rooms.%s", other)
 			} else {
 				aliases[r.Alias] = key
 			}
@@ -244,7 +244,7 @@ func (v *validator) agents() {
 	usernames := map[string]string{c.Matrix.Router.Username: "matrix.router.username"}
 	for _, name := range sortedKeys(c.Agents) {
 		a := c.Agents[name]
-		p := joinKey("agents", name)
+		p := JoinKey("agents", name)
 		badName := true
 		switch {
 		case !nameRE.MatchString(name):
@@ -256,10 +256,10 @@ func (v *validator) agents() {
 		}
 		// A username defaulted from a bad agent name is reported once, above.
 		if !badName || a.Username != name {
-			v.username(joinKey(p, "username"), a.Username, p, usernames)
+			v.username(JoinKey(p, "username"), a.Username, p, usernames)
 		}
 		v.account(p, a.Username, a.Account)
-		v.avatar(joinKey(p, "avatar"), a.Avatar)
+		v.avatar(JoinKey(p, "avatar"), a.Avatar)
 		switch {
 		case a.Model == "" && len(c.Models) == 0:
 			v.errorf(p, "has no model: configure one under models")
@@ -267,16 +267,16 @@ func (v *validator) agents() {
 			v.errorf(p, "has no model: set model or define a model named %q", DefaultModelName)
 		default:
 			if _, ok := c.Models[a.Model]; !ok {
-				v.errorf(joinKey(p, "model"), "unknown model %q%s", a.Model, v.knownModels())
+				v.errorf(JoinKey(p, "model"), "unknown model %q%s", a.Model, v.knownModels())
 			}
 		}
 		for i, r := range a.Rooms {
 			if !v.roomRef(r) {
-				v.errorf(joinIndex(joinKey(p, "rooms"), i), "unknown room %q: not a key of rooms, a room id (!…) or an alias (#…:server)", r)
+				v.errorf(JoinIndex(JoinKey(p, "rooms"), i), "unknown room %q: not a key of rooms, a room id (!…) or an alias (#…:server)", r)
 			}
 		}
-		v.names(joinKey(p, "rooms"), a.Rooms)
-		v.names(joinKey(p, "tools"), a.Tools)
+		v.names(JoinKey(p, "rooms"), a.Rooms)
+		v.names(JoinKey(p, "tools"), a.Tools)
 		for i, t := range a.Tools {
 			if t != "" {
 				if msg := toolPatternProblem(t); msg != "" {
@@ -284,9 +284,9 @@ func (v *validator) agents() {
 				}
 			}
 		}
-		v.names(joinKey(p, "plugins"), a.Plugins)
+		v.names(JoinKey(p, "plugins"), a.Plugins)
 		if a.DailyTokenBudget != nil {
-			v.tokenBudget(joinKey(p, "daily_token_budget"), *a.DailyTokenBudget)
+			v.tokenBudget(JoinKey(p, "daily_token_budget"), *a.DailyTokenBudget)
 		}
 	}
 }
@@ -297,25 +297,25 @@ func (v *validator) account(owner, username string, a Account) {
 	if !a.IsSet() {
 		return
 	}
-	p := joinKey(owner, "account")
+	p := JoinKey(owner, "account")
 	if a.UserID == "" {
-		v.errorf(joinKey(p, "user_id"), "is required with an existing account (the full user id, e.g. @%s:example.org)", username)
+		v.errorf(JoinKey(p, "user_id"), "is required with an existing account (the full user id, e.g. @%s:example.org)", username)
 	} else if _, _, err := a.UserID.ParseAndValidateRelaxed(); err != nil {
-		v.errorf(joinKey(p, "user_id"), "%q is not a valid Matrix user id (e.g. @alice:example.org)", a.UserID)
+		v.errorf(JoinKey(p, "user_id"), "%q is not a valid Matrix user id (e.g. @alice:example.org)", a.UserID)
 	} else {
 		server := v.c.Matrix.ServerName
 		if server != "" && a.UserID.Homeserver() != server {
-			v.errorf(joinKey(p, "user_id"), "%s is not on matrix.server_name %s", a.UserID, server)
+			v.errorf(JoinKey(p, "user_id"), "%s is not on matrix.server_name %s", a.UserID, server)
 		}
 		if a.UserID.Localpart() != username {
-			v.errorf(joinKey(owner, "username"), "%q does not match account.user_id %s (leave username out)", username, a.UserID)
+			v.errorf(JoinKey(owner, "username"), "%q does not match account.user_id %s (leave username out)", username, a.UserID)
 		}
 	}
 	if !a.AccessToken.IsSet() && !a.Password.IsSet() {
 		v.errorf(p, "set access_token or password (or both: the token is used, the password logs in again when the token stops working)")
 	}
 	if a.DeviceID != "" && !a.AccessToken.IsSet() {
-		v.errorf(joinKey(p, "device_id"), "only applies with access_token (a password login gets its own device)")
+		v.errorf(JoinKey(p, "device_id"), "only applies with access_token (a password login gets its own device)")
 	}
 }
 
@@ -350,11 +350,11 @@ func (v *validator) username(path, username, owner string, used map[string]strin
 func (v *validator) names(path string, list []string) {
 	seen := make(map[string]int)
 	for i, n := range list {
-		ip := joinIndex(path, i)
+		ip := JoinIndex(path, i)
 		if n == "" {
 			v.errorf(ip, "must not be empty")
 		} else if first, dup := seen[n]; dup {
-			v.errorf(ip, "%q is listed twice (also %s)", n, joinIndex(path, first))
+			v.errorf(ip, "%q is listed twice (also %s)", n, JoinIndex(path, first))
 		} else {
 			seen[n] = i
 		}
@@ -402,7 +402,7 @@ func (v *validator) authorization() {
 	a := v.c.Authorization
 	v.userIDs("authorization.global_users", a.GlobalUsers)
 	for _, key := range sortedKeys(a.RoomPermissions) {
-		p := joinKey("authorization.room_permissions", key)
+		p := JoinKey("authorization.room_permissions", key)
 		if !v.roomRef(key) {
 			v.errorf(p, "unknown room %q: not a key of rooms, a room id (!…) or an alias (#…:server)", key)
 		}
@@ -410,7 +410,7 @@ func (v *validator) authorization() {
 	}
 	for i, pat := range a.InviteUsers {
 		if !pat.valid() {
-			v.errorf(joinIndex("authorization.invite_users", i),
+			v.errorf(JoinIndex("authorization.invite_users", i),
 				"%q is neither a Matrix user id (@alice:example.org) nor a server pattern (@*:example.org)", pat)
 		}
 	}
@@ -419,14 +419,14 @@ func (v *validator) authorization() {
 func (v *validator) plugins() {
 	seen := make(map[string]int)
 	for i, e := range v.c.Plugins {
-		p := joinIndex("plugins", i)
+		p := JoinIndex("plugins", i)
 		switch {
 		case e.Path != "" && e.Builtin != "":
 			v.errorf(p, "set either path or builtin, not both")
 		case e.Path == "" && e.Builtin == "":
 			v.errorf(p, "set path (a plugin directory) or builtin (a compiled-in plugin)")
 		case e.Builtin != "" && !nameRE.MatchString(e.Builtin):
-			v.errorf(joinKey(p, "builtin"), "built-in plugin name %q must match %s", e.Builtin, nameRE)
+			v.errorf(JoinKey(p, "builtin"), "built-in plugin name %q must match %s", e.Builtin, nameRE)
 		default:
 			if first, dup := seen[e.Identity()]; dup {
 				v.errorf(p, "the same plugin is listed twice (also plugins[%d])", first)
@@ -436,23 +436,23 @@ func (v *validator) plugins() {
 		}
 		for _, hook := range sortedKeys(e.Hooks) {
 			h := e.Hooks[hook]
-			hp := joinKey(joinKey(p, "hooks"), hook)
+			hp := JoinKey(JoinKey(p, "hooks"), hook)
 			if hook == "" {
 				v.errorf(hp, "hook name must not be empty")
 			}
 			if h.TimeoutMS != nil && *h.TimeoutMS <= 0 {
-				v.errorf(joinKey(hp, "timeout_ms"), "must be positive, not %d", *h.TimeoutMS)
+				v.errorf(JoinKey(hp, "timeout_ms"), "must be positive, not %d", *h.TimeoutMS)
 			}
 			if h.FailurePolicy != nil && *h.FailurePolicy != FailOpen && *h.FailurePolicy != FailClosed {
-				v.errorf(joinKey(hp, "failure_policy"), "must be %q or %q, not %q", FailOpen, FailClosed, *h.FailurePolicy)
+				v.errorf(JoinKey(hp, "failure_policy"), "must be %q or %q, not %q", FailOpen, FailClosed, *h.FailurePolicy)
 			}
 		}
 		for j, name := range e.Env {
 			if !envNameRE.MatchString(name) {
-				v.errorf(joinIndex(joinKey(p, "env"), j), "%q is not an environment variable name", name)
+				v.errorf(JoinIndex(JoinKey(p, "env"), j), "%q is not an environment variable name", name)
 			}
 		}
-		sb := joinKey(p, "sandbox")
+		sb := JoinKey(p, "sandbox")
 		if e.Builtin != "" && (e.Sandbox.Enabled != nil || len(e.Sandbox.ReadOnly)+len(e.Sandbox.ReadWrite) > 0) {
 			v.errorf(sb, "built-in plugins run inside hookroom and have no sandbox; sandbox applies to process plugins")
 		}
@@ -462,7 +462,7 @@ func (v *validator) plugins() {
 		}{{"read_only", e.Sandbox.ReadOnly}, {"read_write", e.Sandbox.ReadWrite}} {
 			for j, path := range l.paths {
 				if path == "" {
-					v.errorf(joinIndex(joinKey(sb, l.key), j), "must not be empty")
+					v.errorf(JoinIndex(JoinKey(sb, l.key), j), "must not be empty")
 				}
 			}
 		}

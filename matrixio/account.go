@@ -385,17 +385,14 @@ func (m *Manager) authenticate(ctx context.Context, cli *mautrix.Client, spec Ac
 // It reports false if the homeserver rejects the token.
 func (m *Manager) checkConfiguredToken(ctx context.Context, cli *mautrix.Client, creds *credentials, spec AccountSpec) (bool, error) {
 	cli.AccessToken, cli.DeviceID = spec.AccessToken, ""
-	var resp *mautrix.RespWhoami
-	err := m.retry.do(ctx, "whoami", retryTransient, func(ctx context.Context) (err error) {
-		resp, err = cli.Whoami(ctx)
-		return err
-	})
-	if errors.Is(err, mautrix.MUnknownToken) || errors.Is(err, mautrix.MMissingToken) {
+	resp, err := m.whoami(ctx, cli)
+	if resp == nil || err != nil {
 		cli.AccessToken = ""
-		return false, nil
-	} else if err != nil {
-		cli.AccessToken = ""
+	}
+	if err != nil {
 		return false, fmt.Errorf("failed to check the configured access token of %s: %w", cli.UserID, err)
+	} else if resp == nil {
+		return false, nil
 	}
 	if resp.UserID != cli.UserID {
 		cli.AccessToken = ""
@@ -423,21 +420,32 @@ func (m *Manager) checkConfiguredToken(ctx context.Context, cli *mautrix.Client,
 	return true, nil
 }
 
-// checkToken reports whether creds' access token still works, and adopts it
-// into cli if so.
-func (m *Manager) checkToken(ctx context.Context, cli *mautrix.Client, creds *credentials) (bool, error) {
-	cli.AccessToken = creds.AccessToken
-	cli.DeviceID = creds.DeviceID
+// whoami asks the homeserver whom cli's access token belongs to, retrying
+// transient failures. It returns nil and no error when the homeserver
+// rejects the token (unknown or missing).
+func (m *Manager) whoami(ctx context.Context, cli *mautrix.Client) (*mautrix.RespWhoami, error) {
 	var resp *mautrix.RespWhoami
 	err := m.retry.do(ctx, "whoami", retryTransient, func(ctx context.Context) (err error) {
 		resp, err = cli.Whoami(ctx)
 		return err
 	})
 	if errors.Is(err, mautrix.MUnknownToken) || errors.Is(err, mautrix.MMissingToken) {
+		return nil, nil
+	}
+	return resp, err
+}
+
+// checkToken reports whether creds' access token still works, and adopts it
+// into cli if so.
+func (m *Manager) checkToken(ctx context.Context, cli *mautrix.Client, creds *credentials) (bool, error) {
+	cli.AccessToken = creds.AccessToken
+	cli.DeviceID = creds.DeviceID
+	resp, err := m.whoami(ctx, cli)
+	if err != nil {
+		return false, fmt.Errorf("failed to check stored access token of %s: %w", cli.UserID, err)
+	} else if resp == nil {
 		cli.AccessToken = ""
 		return false, nil
-	} else if err != nil {
-		return false, fmt.Errorf("failed to check stored access token of %s: %w", cli.UserID, err)
 	}
 	if resp.UserID != cli.UserID {
 		return false, fmt.Errorf("stored access token of %s belongs to %s", cli.UserID, resp.UserID)

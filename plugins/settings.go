@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 )
 
@@ -91,28 +92,9 @@ func jsonTypeName(kind string) string {
 }
 
 // JoinKey appends a map key to a key path the way config.yaml errors
-// write them: "a.b", or a["quoted key"] for keys that are not plain words.
-func JoinKey(base, key string) string {
-	if !isPlainKey(key) {
-		return base + "[" + strconv.Quote(key) + "]"
-	}
-	if base == "" {
-		return key
-	}
-	return base + "." + key
-}
+// write them (config.JoinKey): "a.b", or a["quoted key"] for keys that are
+// not plain words. Plugins name the setting of a SettingsError with it.
+func JoinKey(base, key string) string { return config.JoinKey(base, key) }
 
 // JoinIndex appends a list index to a key path: "rules[2]".
-func JoinIndex(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
-
-func isPlainKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, r := range k {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+func JoinIndex(base string, i int) string { return config.JoinIndex(base, i) }
