@@ -1,12 +1,10 @@
 package mcp
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,7 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/hookroom/hookroom/internal/procgroup"
+	"github.com/hookroom/hookroom/internal/child"
 	"github.com/hookroom/hookroom/internal/restart"
 	"github.com/hookroom/hookroom/sandbox"
 )
@@ -30,20 +28,24 @@ import (
 // tool names: mcp:SERVER/TOOL.
 const SourcePrefix = "mcp:"
 
+// errs are the failures shared with every supervised process.
+var errs = restart.NewErrors("MCP server")
+
 // Errors a call fails with; check with errors.Is.
 var (
-	// ErrUnavailable: the server is not connected right now (a stdio
-	// server that crashed and waits for its restart, or did not start).
-	ErrUnavailable = errors.New("MCP server unavailable")
+	// ErrUnavailable ("MCP server unavailable"): the server is not
+	// connected right now (a stdio server that crashed and waits for its
+	// restart, or did not start).
+	ErrUnavailable = errs.Unavailable
 	// ErrDisabled: the stdio server crashed too often and stays down until
 	// the next reload. Wraps ErrUnavailable.
-	ErrDisabled = fmt.Errorf("%w: disabled after crashing repeatedly", ErrUnavailable)
+	ErrDisabled = errs.Disabled
 	// ErrClosed: the server was closed (removed from the configuration).
-	ErrClosed = errors.New("MCP server closed")
+	ErrClosed = errs.Closed
 	// ErrUnknownTool: the server does not offer the tool (now).
 	ErrUnknownTool = errors.New("unknown tool")
 	// ErrExited: the stdio server's process exited during the call.
-	ErrExited = errors.New("MCP server exited")
+	ErrExited = errs.Exited
 )
 
 // Tool is a tool an MCP server offers.
@@ -101,31 +103,19 @@ type Spec struct {
 
 func (s Spec) stdio() bool { return len(s.Command) > 0 }
 
-type state uint8
-
-const (
-	stateDown state = iota // not started, or an HTTP server without a session
-	stateRunning
-	stateRestarting
-	stateDisabled
-	stateClosed
-)
-
 // Server is one MCP server and, for stdio servers, its supervisor. All
 // methods are safe for concurrent use.
 type Server struct {
 	spec   Spec
 	log    zerolog.Logger
 	client *sdk.Client
+	// supervisor keeps the connection in service and, for a stdio server,
+	// restarts its process after a crash.
+	supervisor *restart.Supervisor[*conn]
 
-	mu          sync.Mutex
-	conn        *conn
-	state       state
-	unavailable error // why calls fail while conn is nil
-	tools       []Tool
-	crashes     *restart.Tracker
-	timer       *time.Timer
-	pids        []int
+	mu    sync.Mutex // guards tools and pids
+	tools []Tool
+	pids  []int
 
 	connectMu     sync.Mutex // one HTTP connect at a time
 	version       atomic.Uint64
@@ -135,13 +125,28 @@ type Server struct {
 
 // conn is one connection: a session, and for a stdio server its process.
 type conn struct {
-	sess    *sdk.ClientSession
-	cmd     *exec.Cmd
-	pid     int
-	exited  chan struct{} // closed once the process was reaped
-	tail    *tail
-	waitMu  sync.Mutex
-	waitErr error
+	sess *sdk.ClientSession
+	proc *child.Process // nil for an HTTP server
+}
+
+// Exited is closed once a stdio server's process ended; nil for an HTTP
+// server.
+func (c *conn) Exited() <-chan struct{} {
+	if c.proc == nil {
+		return nil
+	}
+	return c.proc.Exited()
+}
+
+// ExitDescription says how the process ended (see exitDescription).
+func (c *conn) ExitDescription() string { return c.exitDescription() }
+
+// pid returns the stdio process's id, 0 for an HTTP server.
+func (c *conn) pid() int {
+	if c.proc == nil {
+		return 0
+	}
+	return c.proc.PID()
 }
 
 // New returns a server for spec; Start connects it.
@@ -156,10 +161,14 @@ func New(ctx context.Context, spec Spec) *Server {
 		spec.StopTimeout = 2 * time.Second
 	}
 	s := &Server{
-		spec:    spec,
-		log:     zerolog.Ctx(ctx).With().Str("mcp_server", spec.Name).Logger(),
-		crashes: restart.New(spec.Restart),
+		spec: spec,
+		log:  zerolog.Ctx(ctx).With().Str("mcp_server", spec.Name).Logger(),
 	}
+	s.supervisor = restart.NewSupervisor[*conn](restart.Config{
+		Kind: "MCP server", Name: spec.Name, Serves: "its tools",
+		Policy: spec.Restart, NoRestart: spec.NoRestart,
+		Errors: errs, Log: s.log,
+	}, starter{s})
 	s.client = sdk.NewClient(&sdk.Implementation{Name: "hookroom", Version: "1"}, &sdk.ClientOptions{
 		// No roots: servers use what their configuration gives them.
 		Capabilities:           &sdk.ClientCapabilities{},
@@ -186,20 +195,16 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	c, err := s.spawn(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state == stateClosed {
-		if c != nil {
-			go s.stop(c)
-		}
-		return fmt.Errorf("MCP server %q: %w", s.spec.Name, ErrClosed)
-	}
 	if err != nil {
-		s.crashedLocked(err.Error())
+		if cerr := s.supervisor.Failed(err.Error()); cerr != nil {
+			return cerr // closed meanwhile
+		}
 		return err
 	}
-	s.runningLocked(c)
-	s.log.Info().Int("pid", c.pid).Int("tools", len(s.tools)).Msg("MCP server started")
+	if err := s.supervisor.Serve(c); err != nil {
+		return err
+	}
+	s.log.Info().Int("pid", c.pid()).Int("tools", len(s.Tools())).Msg("MCP server started")
 	return nil
 }
 
@@ -218,27 +223,21 @@ func (s *Server) Version() uint64 { return s.version.Load() }
 // false once it was disabled or closed, or while an HTTP server has no
 // session.
 func (s *Server) Healthy() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state == stateRunning || s.state == stateRestarting
+	st := s.supervisor.State()
+	return st == restart.Running || st == restart.Restarting
 }
 
 // Disabled reports whether the stdio server was disabled for crashing
 // repeatedly.
-func (s *Server) Disabled() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state == stateDisabled
-}
+func (s *Server) Disabled() bool { return s.supervisor.State() == restart.Disabled }
 
 // PID returns the process id of a running stdio server, 0 otherwise.
 func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
+	c, err := s.supervisor.Current()
+	if err != nil {
 		return 0
 	}
-	return s.conn.pid
+	return c.pid()
 }
 
 // Starts returns how many processes a stdio server has started, for
@@ -256,21 +255,6 @@ func (s *Server) setToolsLocked(tools []Tool) {
 	s.tools = tools
 	if string(a) != string(b) {
 		s.version.Add(1)
-	}
-}
-
-// runningLocked puts c in service.
-func (s *Server) runningLocked(c *conn) {
-	s.conn = c
-	s.state = stateRunning
-	s.unavailable = nil
-	if c.cmd != nil {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			<-c.exited
-			s.onExit(c)
-		}()
 	}
 }
 
@@ -315,8 +299,9 @@ func validToolName(n string) bool {
 // fetched again in the background.
 func (s *Server) toolsChanged(_ context.Context, req *sdk.ToolListChangedRequest) {
 	sess := req.Session
-	s.mu.Lock()
-	current := s.conn != nil && s.conn.sess == sess && s.state == stateRunning
+	s.mu.Lock() // Close waits for s.wg after taking s.mu once
+	c, err := s.supervisor.Current()
+	current := err == nil && c.sess == sess
 	if current {
 		s.wg.Add(1)
 	}
@@ -334,7 +319,7 @@ func (s *Server) toolsChanged(_ context.Context, req *sdk.ToolListChangedRequest
 			return
 		}
 		s.mu.Lock()
-		if s.conn != nil && s.conn.sess == sess {
+		if c, err := s.supervisor.Current(); err == nil && c.sess == sess {
 			s.setToolsLocked(tools)
 		}
 		s.mu.Unlock()
@@ -345,17 +330,12 @@ func (s *Server) toolsChanged(_ context.Context, req *sdk.ToolListChangedRequest
 // connectHTTP connects an HTTP server and lists its tools (connectMu
 // held).
 func (s *Server) connectHTTP(ctx context.Context) (*conn, error) {
-	s.mu.Lock()
-	if s.state == stateClosed {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("MCP server %q: %w", s.spec.Name, ErrClosed)
-	}
-	if s.conn != nil {
-		c := s.conn
-		s.mu.Unlock()
+	switch c, err := s.supervisor.Current(); {
+	case err == nil:
 		return c, nil
+	case errors.Is(err, ErrClosed):
+		return nil, err
 	}
-	s.mu.Unlock()
 	hc := s.spec.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
@@ -371,29 +351,20 @@ func (s *Server) connectHTTP(ctx context.Context) (*conn, error) {
 	}
 	sess, err := s.client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: hc}, nil)
 	if err != nil {
-		err = fmt.Errorf("failed to connect to MCP server %q at %s: %w", s.spec.Name, redactURL(s.spec.URL), err)
-		s.mu.Lock()
-		s.unavailable = err
-		s.mu.Unlock()
-		return nil, err
+		return nil, fmt.Errorf("failed to connect to MCP server %q at %s: %w", s.spec.Name, redactURL(s.spec.URL), err)
 	}
 	tools, err := s.listTools(ctx, sess)
 	if err != nil {
 		_ = sess.Close()
-		s.mu.Lock()
-		s.unavailable = err
-		s.mu.Unlock()
 		return nil, err
 	}
-	c := &conn{sess: sess}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state == stateClosed {
-		go func() { _ = sess.Close() }()
-		return nil, fmt.Errorf("MCP server %q: %w", s.spec.Name, ErrClosed)
-	}
 	s.setToolsLocked(tools)
-	s.runningLocked(c)
+	s.mu.Unlock()
+	c := &conn{sess: sess}
+	if err := s.supervisor.Serve(c); err != nil {
+		return nil, err // closed meanwhile; Serve closed the session
+	}
 	s.log.Info().Int("tools", len(tools)).Msg("connected to MCP server")
 	return c, nil
 }
@@ -428,18 +399,12 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // live returns the connection to call on: the running one, or for an
 // HTTP server a new one.
 func (s *Server) live(ctx context.Context) (*conn, error) {
-	s.mu.Lock()
-	c, st, why := s.conn, s.state, s.unavailable
-	s.mu.Unlock()
+	c, err := s.supervisor.Current()
 	switch {
-	case c != nil:
+	case err == nil:
 		return c, nil
-	case st == stateClosed:
-		return nil, fmt.Errorf("MCP server %q: %w", s.spec.Name, ErrClosed)
-	case s.spec.stdio() && why != nil:
-		return nil, why
-	case s.spec.stdio():
-		return nil, fmt.Errorf("MCP server %q: %w", s.spec.Name, ErrUnavailable)
+	case s.spec.stdio() || errors.Is(err, ErrClosed):
+		return nil, err
 	}
 	s.connectMu.Lock()
 	defer s.connectMu.Unlock()
@@ -470,7 +435,7 @@ func (s *Server) CallTool(ctx context.Context, name string, args json.RawMessage
 	ctx, cancel := context.WithTimeout(ctx, s.spec.CallTimeout)
 	defer cancel()
 	res, err := c.sess.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil && c.cmd == nil && errors.Is(err, sdk.ErrSessionMissing) {
+	if err != nil && c.proc == nil && errors.Is(err, sdk.ErrSessionMissing) {
 		// The HTTP server forgot the session (it restarted): the call
 		// never ran, so connect again and make it once more.
 		s.drop(c)
@@ -508,13 +473,13 @@ func (s *Server) callError(ctx context.Context, c *conn, tool string, err error)
 	case ctx.Err() != nil:
 		return fmt.Errorf("MCP server %q: tool %s: %w", s.spec.Name, tool, ctx.Err())
 	}
-	if c.cmd != nil {
+	if c.proc != nil {
 		select {
-		case <-c.exited:
+		case <-c.proc.Exited():
 		case <-time.After(100 * time.Millisecond):
 		}
 		select {
-		case <-c.exited:
+		case <-c.proc.Exited():
 			return fmt.Errorf("MCP server %q: tool %s: %w: %s", s.spec.Name, tool, ErrExited, c.exitDescription())
 		default:
 		}
@@ -527,12 +492,7 @@ func (s *Server) callError(ctx context.Context, c *conn, tool string, err error)
 
 // drop takes an HTTP server's session c out of service.
 func (s *Server) drop(c *conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == c {
-		s.conn = nil
-		s.state = stateDown
-		s.unavailable = nil
+	if s.supervisor.Drop(c) {
 		go func() { _ = c.sess.Close() }()
 	}
 }
@@ -572,25 +532,10 @@ func ResultText(res *sdk.CallToolResult) string {
 // stdin closed, then SIGTERM, then SIGKILL). Calls fail with ErrClosed
 // afterwards. Close waits for the server's goroutines and is idempotent.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	if s.state == stateClosed {
-		s.mu.Unlock()
-		s.wg.Wait()
-		return nil
-	}
-	s.state = stateClosed
-	s.unavailable = fmt.Errorf("MCP server %q: %w", s.spec.Name, ErrClosed)
-	if s.timer != nil && s.timer.Stop() {
-		s.wg.Done() // the restart will not run
-	}
-	c := s.conn
-	s.conn = nil
+	s.supervisor.Close()
+	s.mu.Lock() // a toolsChanged that found the session current has added to s.wg
 	s.mu.Unlock()
-	if c != nil {
-		s.stop(c)
-	}
 	s.wg.Wait()
-	s.log.Info().Msg("MCP server stopped")
 	return nil
 }
 
@@ -598,92 +543,33 @@ func (s *Server) Close() error {
 func (s *Server) stop(c *conn) {
 	done := make(chan struct{})
 	go func() { _ = c.sess.Close(); close(done) }()
-	if c.cmd == nil {
+	if c.proc == nil {
 		select {
 		case <-done:
 		case <-time.After(s.spec.StopTimeout):
 		}
 		return
 	}
-	for _, sig := range []os.Signal{nil, procgroup.Term, procgroup.Kill} {
-		if sig != nil && procgroup.Signal(c.pid, sig) != nil {
-			_ = c.cmd.Process.Signal(sig) // no process groups here
-		}
-		select {
-		case <-c.exited:
-			_ = procgroup.Signal(c.pid, procgroup.Kill) // what it started
-			return
-		case <-time.After(s.spec.StopTimeout):
-		}
-	}
-	<-c.exited
+	c.proc.Stop(s.spec.StopTimeout, nil)
 }
 
-// onExit is called once a stdio process exited.
-func (s *Server) onExit(c *conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn != c || s.state == stateClosed {
-		return
-	}
-	s.conn = nil
-	_ = procgroup.Signal(c.pid, procgroup.Kill) // what it started (npx's node) goes with it
-	go func() { _ = c.sess.Close() }()
-	s.crashedLocked(c.exitDescription())
-}
+// starter restarts a stdio server's process for its supervisor.
+type starter struct{ s *Server }
 
-// crashedLocked records a crash of a stdio server and schedules its
-// restart, or disables it.
-func (s *Server) crashedLocked(why string) {
-	if s.spec.NoRestart {
-		s.state = stateDown
-		s.unavailable = fmt.Errorf("MCP server %q: %w: %s", s.spec.Name, ErrUnavailable, why)
-		return
-	}
-	d := s.crashes.Crash(time.Now())
-	p := s.spec.Restart.WithDefaults()
-	if d.Disable {
-		s.state = stateDisabled
-		s.unavailable = fmt.Errorf("MCP server %q: %w (%d crashes within %v; last: %s)", s.spec.Name, ErrDisabled, d.Recent, p.Window, why)
-		s.log.Error().Int("crashes", d.Recent).Dur("window", p.Window).Str("last_crash", why).
-			Msgf("MCP server %q disabled: it crashed %d times within %v; its tools fail until the next reload", s.spec.Name, d.Recent, p.Window)
-		return
-	}
-	s.state = stateRestarting
-	s.unavailable = fmt.Errorf("MCP server %q: %w: restarting after it %s", s.spec.Name, ErrUnavailable, why)
-	s.log.Warn().Str("reason", why).Int("recent_crashes", d.Recent).Dur("restart_in", d.Delay).
-		Msgf("MCP server %q crashed; restarting it", s.spec.Name)
-	s.wg.Add(1)
-	s.timer = time.AfterFunc(d.Delay, s.restart)
-}
-
-func (s *Server) restart() {
-	defer s.wg.Done()
-	s.mu.Lock()
-	s.timer = nil
-	if s.state == stateClosed {
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(s.log.WithContext(context.Background()), s.spec.StartTimeout)
+// Restart starts the process again after a crash, within StartTimeout.
+func (st starter) Restart(ctx context.Context) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, st.s.spec.StartTimeout)
 	defer cancel()
-	c, err := s.spawn(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state == stateClosed {
-		if c != nil {
-			go s.stop(c)
-		}
-		return
-	}
-	if err != nil {
-		s.crashedLocked(err.Error())
-		return
-	}
-	s.runningLocked(c)
-	s.log.Info().Int("pid", c.pid).Int("tools", len(s.tools)).Msg("MCP server restarted")
+	return st.s.spawn(ctx)
 }
+
+// Restarted logs the restarted server.
+func (st starter) Restarted(c *conn) {
+	st.s.log.Info().Int("pid", c.pid()).Int("tools", len(st.s.Tools())).Msg("MCP server restarted")
+}
+
+// Stop ends c (see Server.stop).
+func (st starter) Stop(c *conn) { st.s.stop(c) }
 
 // spawn starts the stdio process, connects a session over its stdin and
 // stdout and lists the tools (stored before it returns). On error nothing
@@ -705,73 +591,30 @@ func (s *Server) spawn(ctx context.Context) (*conn, error) {
 			return fail("failed to create its directory: %v", err)
 		}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = s.spec.Dir
-	cmd.Env = append([]string{}, s.spec.Env...) // never nil: nothing is inherited
-	procgroup.Set(cmd)
-	inR, inW, err := os.Pipe()
+	proc, err := child.Start(child.Spec{
+		Argv: argv, Dir: s.spec.Dir, Env: s.spec.Env, Sandbox: s.spec.Sandbox, Unconfined: s.warnUnconfined,
+		TailLines: 10, Stderr: s.stderrLine,
+	})
 	if err != nil {
-		return fail("failed to create pipes: %v", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		_ = inR.Close()
-		_ = inW.Close()
-		return fail("failed to create pipes: %v", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		for _, f := range []*os.File{inR, inW, outR, outW} {
-			_ = f.Close()
-		}
-		return fail("failed to create pipes: %v", err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	err = s.startProcess(cmd)
-	for _, f := range []*os.File{inR, outW, errW} { // the child's ends
-		_ = f.Close()
-	}
-	if err != nil {
-		for _, f := range []*os.File{inW, outR, errR} {
-			_ = f.Close()
-		}
 		return fail("failed to run %s: %v", argv[0], err) // not the arguments: they may hold ${VAR} secrets
 	}
-	c := &conn{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), tail: newTail(10)}
+	c := &conn{proc: proc}
 	s.mu.Lock()
-	s.pids = append(s.pids, c.pid)
+	s.pids = append(s.pids, proc.PID())
 	s.mu.Unlock()
-	stderrDone := make(chan struct{})
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		defer close(stderrDone)
-		s.readStderr(errR, c.tail)
-	}()
-	go func() {
-		defer s.wg.Done()
-		err := cmd.Wait()
-		<-stderrDone
-		c.waitMu.Lock()
-		c.waitErr = err
-		c.waitMu.Unlock()
-		close(c.exited)
-	}()
 
 	abort := func(format string, args ...any) (*conn, error) {
-		_ = inW.Close()
-		_ = outR.Close()
-		if procgroup.Signal(c.pid, procgroup.Kill) != nil {
-			_ = cmd.Process.Kill()
-		}
-		<-c.exited
+		_ = proc.Stdin().Close()
+		_ = proc.Stdout().Close()
+		proc.Kill("failed its start-up")
+		<-proc.Exited()
 		msg := fmt.Sprintf(format, args...)
 		if d := c.exitDescription(); d != "" {
 			msg += " (it " + d + ")"
 		}
 		return fail("%s", msg)
 	}
-	transport := &sdk.IOTransport{Reader: outR, Writer: inW}
+	transport := &sdk.IOTransport{Reader: proc.Stdout(), Writer: proc.Stdin()}
 	sess, err := s.client.Connect(ctx, transport, nil)
 	if err != nil {
 		return abort("initialize failed: %v", err)
@@ -785,84 +628,42 @@ func (s *Server) spawn(ctx context.Context) (*conn, error) {
 	s.mu.Lock()
 	s.setToolsLocked(tools)
 	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-proc.Exited()
+		_ = sess.Close()
+	}()
 	return c, nil
 }
 
-// startProcess starts cmd, confined by the spec's sandbox when there is
-// one. Confined, the process gets TMPDIR=<dir>/tmp, since /tmp is out of
-// its reach.
-func (s *Server) startProcess(cmd *exec.Cmd) error {
-	if s.spec.Sandbox == nil {
-		return cmd.Start()
+// warnUnconfined logs, once per server, that its process starts without
+// its sandbox (the kernel has no Landlock).
+func (s *Server) warnUnconfined() {
+	if s.sandboxWarned.CompareAndSwap(false, true) {
+		s.log.Warn().Msg("This kernel has no Landlock: the MCP server runs without its sandbox and can read every file hookroom's user can")
 	}
-	if sandbox.Available() == 0 {
-		if s.sandboxWarned.CompareAndSwap(false, true) {
-			s.log.Warn().Msg("This kernel has no Landlock: the MCP server runs without its sandbox and can read every file hookroom's user can")
-		}
-		return cmd.Start()
-	}
-	if s.spec.Dir != "" && !slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }) {
-		tmp := filepath.Join(s.spec.Dir, "tmp")
-		if err := os.MkdirAll(tmp, 0o700); err != nil {
-			return fmt.Errorf("failed to create the server's temporary directory: %w", err)
-		}
-		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	}
-	return s.spec.Sandbox.Start(cmd)
 }
 
-// readStderr logs the process's stderr at debug level, line by line (cut
-// at 4 KiB), keeping the last lines for crash reports.
-func (s *Server) readStderr(r io.ReadCloser, t *tail) {
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if len(line) > 4096 {
-			line = line[:4096] + "…"
-		}
-		t.add(line)
-		s.log.Debug().Str("stderr", line).Msg("MCP server stderr")
+// stderrLine logs a line of the process's stderr at debug level (package
+// child cut it at 4 KiB and keeps the last lines for crash reports).
+func (s *Server) stderrLine(_ int, line string, truncated bool) {
+	if truncated {
+		line += "…"
 	}
+	s.log.Debug().Str("stderr", line).Msg("MCP server stderr")
 }
 
 // exitDescription says how the process ended and what it last wrote to
 // stderr.
 func (c *conn) exitDescription() string {
-	c.waitMu.Lock()
-	err := c.waitErr
-	c.waitMu.Unlock()
+	e := c.proc.Exit()
 	d := "exited"
-	if err != nil {
-		d = "exited: " + err.Error()
+	if e.Err != nil {
+		d = "exited: " + e.Err.Error()
 	}
-	if lines := c.tail.lines(); len(lines) > 0 {
-		d += "; stderr: " + strings.Join(lines, " | ")
+	if len(e.Stderr) > 0 {
+		d += "; stderr: " + strings.Join(e.Stderr, " | ")
 	}
 	return d
-}
-
-// tail keeps the last n lines.
-type tail struct {
-	mu  sync.Mutex
-	n   int
-	buf []string
-}
-
-func newTail(n int) *tail { return &tail{n: n} }
-
-func (t *tail) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, line)
-	if len(t.buf) > t.n {
-		t.buf = t.buf[len(t.buf)-t.n:]
-	}
-}
-
-func (t *tail) lines() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Clone(t.buf)
 }

@@ -2,13 +2,11 @@ package process_test
 
 import (
 	"context"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/hookroom/hookroom/hooks"
-	"github.com/hookroom/hookroom/hooks/hooktest"
 	"github.com/hookroom/hookroom/plugins/process"
+	"github.com/hookroom/hookroom/plugins/sdk/sdktest"
 )
 
 // BenchmarkRoundTrip measures one message:before_response emission to the
@@ -21,27 +19,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	hs := p.Hooks()
-	i := slices.IndexFunc(hs, func(h hooks.Hook) bool { return h.Name() == "footer" })
-	reg, err := hooks.NewRegistry([]hooks.Plugin{{Name: "bench", Hooks: hs[i : i+1]}}, hooks.Options{})
+	reg, err := hooks.NewRegistry([]hooks.Plugin{{Name: "bench", Hooks: sdktest.Only(b, p.Hooks(), "footer")}}, hooks.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	var samples []time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		c := hooktest.BeforeResponse("Hello")
-		start := time.Now()
-		if err := hooks.Emit(ctx, reg, hooks.MessageBeforeResponse, c); err != nil {
-			b.Fatal(err)
-		}
-		samples = append(samples, time.Since(start))
-		if c.Draft.Text != "Hello\n-- footer" {
-			b.Fatalf("draft = %q", c.Draft.Text)
-		}
-	}
-	slices.Sort(samples)
-	b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds())/1e3, "p99-µs")
+	sdktest.BenchEmit(b, reg, "Hello\n-- footer")
 }

@@ -7,44 +7,36 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hookroom/hookroom/internal/procgroup"
+	"github.com/hookroom/hookroom/internal/child"
 	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
 	"github.com/hookroom/hookroom/plugins/process/protocol"
-	"github.com/hookroom/hookroom/sandbox"
 )
 
 // instance is one run of the plugin's process.
 type instance struct {
 	p    *Plugin
-	cmd  *exec.Cmd
+	proc *child.Process
 	pid  int
 	conn *jsonrpc.Conn
 
-	stdin  *os.File // our write end of its stdin
-	stdout *os.File // our read end of its stdout
-	stderr *os.File // our read end of its stderr
-
-	exited     chan struct{} // closed once the process was reaped and its pipes drained
-	stderrDone chan struct{}
-	probe      chan struct{} // asks the watchdog for a liveness probe
-
-	mu         sync.Mutex
-	exitErr    error
-	hasExited  bool
-	killReason string
-	tail       []string // last stderr lines
+	exited <-chan struct{} // proc.Exited(): closed once the process was reaped and its stderr drained
+	probe  chan struct{}   // asks the watchdog for a liveness probe
 
 	timeouts atomic.Int32
 }
+
+// Exited is closed once the process ended.
+func (inst *instance) Exited() <-chan struct{} { return inst.exited }
+
+// ExitDescription says how the process ended (see exitDescription).
+func (inst *instance) ExitDescription() string { return inst.exitDescription() }
 
 // argv resolves the command: a relative program path and "./"-arguments
 // against the plugin directory, a bare program name in the server's PATH.
@@ -76,28 +68,12 @@ func (p *Plugin) argv() ([]string, error) {
 	return argv, nil
 }
 
-// start starts cmd, confined by the spec's sandbox when there is one.
-// Confined, the process gets TMPDIR=<state dir>/tmp (created), since /tmp
-// is out of its reach. Without Landlock it runs unconfined, and the first
-// such start logs a warning.
-func (p *Plugin) start(cmd *exec.Cmd) error {
-	if p.spec.Sandbox == nil {
-		return cmd.Start()
+// warnUnconfined logs, once per plugin, that its process starts without
+// its sandbox (the kernel has no Landlock).
+func (p *Plugin) warnUnconfined() {
+	if p.sandboxWarned.CompareAndSwap(false, true) {
+		p.log.Warn().Msg("This kernel has no Landlock: the plugin runs without its sandbox and can read every file hookroom's user can")
 	}
-	if sandbox.Available() == 0 {
-		if p.sandboxWarned.CompareAndSwap(false, true) {
-			p.log.Warn().Msg("This kernel has no Landlock: the plugin runs without its sandbox and can read every file hookroom's user can")
-		}
-		return cmd.Start()
-	}
-	if !slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }) {
-		tmp := filepath.Join(p.spec.StateDir, "tmp")
-		if err := os.MkdirAll(tmp, 0o700); err != nil {
-			return fmt.Errorf("failed to create the plugin's temporary directory: %w", err)
-		}
-		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	}
-	return p.spec.Sandbox.Start(cmd)
 }
 
 // spawn starts a process and runs the initialize handshake. On error
@@ -110,58 +86,25 @@ func (p *Plugin) spawn(ctx context.Context) (*instance, *protocol.InitializeResu
 	if err != nil {
 		return fail("%v", err)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = p.spec.StateDir
-	cmd.Env = append([]string{}, p.spec.Env...) // never nil: nothing is inherited
-	procgroup.Set(cmd)
-
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
-			_ = f.Close()
-		}
-	}
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			files = append(files, r, w)
-		}
-		return r, w, err
-	}
-	inR, inW, err1 := pipe()
-	outR, outW, err2 := pipe()
-	errR, errW, err3 := pipe()
-	if err := errors.Join(err1, err2, err3); err != nil {
-		closeAll()
-		return fail("failed to create pipes: %v", err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := p.start(cmd); err != nil {
-		closeAll()
+	proc, err := child.Start(child.Spec{
+		Argv: argv, Dir: p.spec.StateDir, Env: p.spec.Env, Sandbox: p.spec.Sandbox, Unconfined: p.warnUnconfined,
+		Redact: p.redact, TailLines: tailLines, TailLineBytes: tailLineBytes, Stderr: p.stderrLine,
+	})
+	if err != nil {
 		return fail("failed to run %s: %v", p.describeCommand(), err)
 	}
-	// The child has its ends now.
-	_ = inR.Close()
-	_ = outW.Close()
-	_ = errW.Close()
-
-	inst := &instance{
-		p: p, cmd: cmd, pid: cmd.Process.Pid,
-		stdin: inW, stdout: outR, stderr: errR,
-		exited: make(chan struct{}), stderrDone: make(chan struct{}), probe: make(chan struct{}, 1),
-	}
+	inst := &instance{p: p, proc: proc, pid: proc.PID(), exited: proc.Exited(), probe: make(chan struct{}, 1)}
 	p.mu.Lock()
 	p.spawned = append(p.spawned, inst.pid)
 	p.mu.Unlock()
-	inst.conn = jsonrpc.NewConn(outR, inW, hostHandler{p: p, inst: inst}, jsonrpc.Options{
+	inst.conn = jsonrpc.NewConn(proc.Stdout(), proc.Stdin(), hostHandler{p: p, inst: inst}, jsonrpc.Options{
 		MaxLineBytes: p.sup.MaxLineBytes,
 		Logger:       &p.log,
 		Inline:       func(m string) bool { return m == protocol.MethodLog },
 		Trace:        p.trace(),
 	})
-	p.wg.Add(2)
-	go inst.pumpStderr()
-	go inst.wait()
+	p.wg.Add(1)
+	go inst.closed()
 
 	hctx, cancel := context.WithTimeout(ctx, p.sup.StartTimeout)
 	defer cancel()
@@ -195,106 +138,50 @@ func (p *Plugin) spawn(ctx context.Context) (*instance, *protocol.InitializeResu
 	case hctx.Err() != nil:
 		err = fmt.Errorf("no answer to initialize in time (%w)%s", err, inst.stderrTail())
 	}
-	p.kill(inst, "failed its start-up")
+	inst.proc.Kill("failed its start-up")
 	<-inst.exited
 	return nil, nil, fmt.Errorf("failed to start process plugin %q (%s): %w", p.spec.Name, p.describeCommand(), err)
 }
 
-// wait reaps the process, lets its stderr drain, closes the connection
-// and reports the exit.
-func (inst *instance) wait() {
+// closed closes the connection once the process exited, failing the
+// calls in flight with how it ended, and reports the stderr lines the rate
+// limit dropped.
+func (inst *instance) closed() {
 	defer inst.p.wg.Done()
-	err := inst.cmd.Wait()
-	// Its last stderr lines often say why it exited; a grandchild may keep
-	// the pipe open, so do not wait for them long.
-	select {
-	case <-inst.stderrDone:
-	case <-time.After(500 * time.Millisecond):
-		_ = inst.stderr.Close()
-		<-inst.stderrDone
-	}
-	// Leave nothing of its process group behind.
-	_ = procgroup.Signal(inst.pid, procgroup.Kill)
-	inst.mu.Lock()
-	inst.exitErr = err
-	inst.hasExited = true
-	inst.mu.Unlock()
+	<-inst.exited
 	inst.conn.CloseWithError(fmt.Errorf("plugin process %s", inst.exitDescription()))
 	_ = inst.conn.Close()
-	close(inst.exited)
-	inst.p.onExit(inst)
+	if dropped := inst.p.stderrLimit.flush(); dropped > 0 {
+		inst.p.log.Warn().Int("dropped", dropped).Msg("process plugin wrote too much to stderr; dropped lines")
+	}
 }
 
 // exitDescription says how the process ended ("exited with exit status 2;
 // last stderr: …"), or that it has not been reaped yet.
 func (inst *instance) exitDescription() string {
-	inst.mu.Lock()
-	defer inst.mu.Unlock()
+	e := inst.proc.Exit()
 	var b strings.Builder
 	switch {
-	case inst.killReason != "":
-		b.WriteString("was killed by hookroom because it " + inst.killReason)
-	case !inst.hasExited:
+	case e.KillReason != "":
+		b.WriteString("was killed by hookroom because it " + e.KillReason)
+	case !e.Reaped:
 		b.WriteString("closed its stdout")
-	case inst.exitErr == nil:
+	case e.Err == nil:
 		b.WriteString("exited with status 0")
 	default:
-		b.WriteString("exited with " + inst.exitErr.Error())
+		b.WriteString("exited with " + e.Err.Error())
 	}
-	b.WriteString(tailText(inst.tail))
+	b.WriteString(tailText(e.Stderr))
 	return b.String()
 }
 
-func (inst *instance) stderrTail() string {
-	inst.mu.Lock()
-	defer inst.mu.Unlock()
-	return tailText(inst.tail)
-}
+func (inst *instance) stderrTail() string { return tailText(inst.proc.Exit().Stderr) }
 
 func tailText(tail []string) string {
 	if len(tail) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("; last stderr: %q", strings.Join(tail, "\n"))
-}
-
-// kill ends the process group at once; reason completes "was killed by
-// hookroom because it …".
-func (p *Plugin) kill(inst *instance, reason string) {
-	inst.mu.Lock()
-	if inst.hasExited {
-		inst.mu.Unlock()
-		return
-	}
-	if inst.killReason == "" {
-		inst.killReason = reason
-	}
-	inst.mu.Unlock()
-	if err := procgroup.Signal(inst.pid, procgroup.Kill); err != nil {
-		_ = inst.cmd.Process.Kill()
-	}
-}
-
-func (inst *instance) signal(sig os.Signal) {
-	inst.mu.Lock()
-	defer inst.mu.Unlock()
-	if inst.hasExited {
-		return
-	}
-	if err := procgroup.Signal(inst.pid, sig); err != nil {
-		_ = inst.cmd.Process.Signal(sig)
-	}
-}
-
-func (inst *instance) waitExit(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-inst.exited:
-		return true
-	case <-t.C:
-		return false
-	}
 }
 
 // stopInstance stops a process politely, then less so: shutdown, stdin
@@ -312,18 +199,14 @@ func (p *Plugin) stopInstance(inst *instance) {
 	if err != nil {
 		p.log.Debug().Err(err).Msg("process plugin did not answer shutdown")
 	}
-	_ = inst.stdin.Close() // EOF on its stdin: time to exit
-	if inst.waitExit(sto) {
-		return
-	}
-	p.log.Warn().Dur("waited", sto).Msg("process plugin did not exit after shutdown; sending SIGTERM")
-	inst.signal(procgroup.Term)
-	if inst.waitExit(sto) {
-		return
-	}
-	p.log.Warn().Dur("waited", sto).Msg("process plugin did not exit after SIGTERM; killing it")
-	p.kill(inst, "did not stop when asked")
-	<-inst.exited
+	inst.proc.Stop(sto, func(step child.Step) {
+		switch step {
+		case child.StepTerm:
+			p.log.Warn().Dur("waited", sto).Msg("process plugin did not exit after shutdown; sending SIGTERM")
+		case child.StepKill:
+			p.log.Warn().Dur("waited", sto).Msg("process plugin did not exit after SIGTERM; killing it")
+		}
+	})
 }
 
 // watch probes the instance's liveness: periodically, and at once after a
@@ -351,7 +234,7 @@ func (p *Plugin) watch(inst *instance) {
 			}
 			reason := fmt.Sprintf("stopped answering (no answer to %s within %v)", protocol.MethodPing, p.sup.PingTimeout)
 			p.log.Error().Int("pid", inst.pid).Msgf("process plugin %q %s; killing it", p.spec.Name, reason)
-			p.kill(inst, reason)
+			inst.proc.Kill(reason)
 		}
 	}()
 }
@@ -362,7 +245,7 @@ func (inst *instance) timedOut() {
 	if int(n) >= inst.p.sup.MaxConsecutiveTimeouts {
 		reason := fmt.Sprintf("let %d calls in a row pass their deadline", n)
 		inst.p.log.Error().Int("pid", inst.pid).Msgf("process plugin %q %s; killing it", inst.p.spec.Name, reason)
-		inst.p.kill(inst, reason)
+		inst.proc.Kill(reason)
 		return
 	}
 	select {

@@ -24,18 +24,22 @@ import (
 	"github.com/hookroom/hookroom/sandbox"
 )
 
+// errs are the failures shared with every supervised process.
+var errs = restart.NewErrors("process plugin")
+
 // Errors a hook or tool of a process plugin fails with; check with errors.Is.
 var (
-	// ErrUnavailable: the plugin's process is not running right now (it
-	// crashed and is waiting for its restart). Calls fail at once.
-	ErrUnavailable = errors.New("process plugin unavailable")
+	// ErrUnavailable ("process plugin unavailable"): the plugin's process
+	// is not running right now (it crashed and is waiting for its
+	// restart). Calls fail at once.
+	ErrUnavailable = errs.Unavailable
 	// ErrDisabled: the plugin crashed too often and stays down until the
 	// next reload. Wraps ErrUnavailable.
-	ErrDisabled = fmt.Errorf("%w: disabled after crashing repeatedly", ErrUnavailable)
+	ErrDisabled = errs.Disabled
 	// ErrExited: the process exited while the call was in flight.
-	ErrExited = errors.New("process plugin exited")
+	ErrExited = errs.Exited
 	// ErrClosed: the plugin was closed.
-	ErrClosed = errors.New("process plugin closed")
+	ErrClosed = errs.Closed
 	// ErrAPIVersion: the plugin speaks another protocol version.
 	ErrAPIVersion = errors.New("unsupported plugin api_version")
 	// ErrUnknownTool: CallTool named a tool the plugin did not declare.
@@ -177,15 +181,6 @@ type ToolCallRequest struct {
 	Emit func(ctx context.Context, event string, payload any) error
 }
 
-type state uint8
-
-const (
-	stateRunning state = iota
-	stateRestarting
-	stateDisabled
-	stateClosed
-)
-
 // Plugin is a running process plugin and its supervisor. Its hooks and
 // tools are those the process declared when it started; they stay the same
 // across restarts (a restarted process that declares something else is
@@ -200,15 +195,11 @@ type Plugin struct {
 	hooks []hooks.Hook
 	tools []ToolDecl
 
-	mu           sync.Mutex
-	inst         *instance
-	state        state
-	unavailable  error // why calls fail while inst is nil
-	crashes      *restart.Tracker
-	restarts     int // successful restarts after crashes
-	restartTimer *time.Timer
-	closing      bool
+	// supervisor keeps the running instance in service and restarts it
+	// after a crash.
+	supervisor *restart.Supervisor[*instance]
 
+	mu      sync.Mutex     // guards spawned
 	wg      sync.WaitGroup // every goroutine of the plugin and its instances
 	nextInv atomic.Uint64
 	// sandboxWarned: the missing-Landlock warning was logged.
@@ -255,10 +246,14 @@ func Start(ctx context.Context, spec Spec) (*Plugin, error) {
 		sup:  sup,
 		log:  zerolog.Ctx(ctx).With().Str("plugin", spec.Name).Logger(),
 		invs: map[uint64]*invocation{},
-		crashes: restart.New(restart.Policy{
-			Delay: sup.RestartDelay, MaxDelay: sup.MaxRestartDelay, Limit: sup.CrashLimit, Window: sup.CrashWindow,
-		}),
 	}
+	p.supervisor = restart.NewSupervisor[*instance](restart.Config{
+		Kind: "process plugin", Name: spec.Name, Serves: "its hooks and tools",
+		Policy: restart.Policy{
+			Delay: sup.RestartDelay, MaxDelay: sup.MaxRestartDelay, Limit: sup.CrashLimit, Window: sup.CrashWindow,
+		},
+		Errors: errs, Log: p.log,
+	}, starter{p})
 	p.stderrLimit = newRateLimiter(sup.StderrLinesPerSecond, sup.StderrBurst)
 	p.mask = secretMasker(spec.Secrets)
 	inst, decl, err := p.spawn(ctx)
@@ -271,9 +266,7 @@ func Start(ctx context.Context, spec Spec) (*Plugin, error) {
 		p.wg.Wait()
 		return nil, fmt.Errorf("failed to start process plugin %q: invalid declaration: %w", spec.Name, err)
 	}
-	p.mu.Lock()
-	p.inst = inst
-	p.mu.Unlock()
+	_ = p.supervisor.Serve(inst) // not closed yet: nobody else has p
 	p.watch(inst)
 	ev := p.log.Info().Int("pid", inst.pid).Str("version", decl.Version).Int("hooks", len(p.hooks)).Int("tools", len(p.tools))
 	if decl.Name != "" && decl.Name != spec.Name {
@@ -375,9 +368,8 @@ func (p *Plugin) RegistryPlugin(source string) hooks.Plugin {
 // crash; false once the plugin was disabled for crashing repeatedly or
 // closed.
 func (p *Plugin) Healthy() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.state == stateRunning || p.state == stateRestarting
+	st := p.supervisor.State()
+	return st == restart.Running || st == restart.Restarting
 }
 
 // State names of Status.State.
@@ -388,7 +380,9 @@ const (
 	StateClosed     = "closed"     // Close was called
 )
 
-var stateNames = [...]string{stateRunning: StateRunning, stateRestarting: StateRestarting, stateDisabled: StateDisabled, stateClosed: StateClosed}
+var stateNames = map[restart.State]string{
+	restart.Running: StateRunning, restart.Restarting: StateRestarting, restart.Disabled: StateDisabled, restart.Closed: StateClosed,
+}
 
 // Status is a process plugin's supervision state, for metrics and the admin
 // API.
@@ -404,27 +398,15 @@ type Status struct {
 
 // Status reports the plugin's supervision state.
 func (p *Plugin) Status() Status {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st := Status{State: stateNames[p.state], Restarts: p.restarts}
-	if p.inst != nil && p.state == stateRunning {
-		st.PID = p.inst.pid
+	st := Status{State: stateNames[p.supervisor.State()], Restarts: p.supervisor.Restarts()}
+	if inst, err := p.supervisor.Current(); err == nil {
+		st.PID = inst.pid
 	}
 	return st
 }
 
 // live returns the running instance, or why there is none.
-func (p *Plugin) live() (*instance, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.inst != nil {
-		return p.inst, nil
-	}
-	if p.unavailable != nil {
-		return nil, p.unavailable
-	}
-	return nil, fmt.Errorf("process plugin %q: %w", p.spec.Name, ErrUnavailable)
-}
+func (p *Plugin) live() (*instance, error) { return p.supervisor.Current() }
 
 // hookInvokeParams is protocol.HookInvokeParams with the context marshalled
 // straight from the hook's copy.
@@ -548,102 +530,36 @@ func (p *Plugin) callError(ctx context.Context, inst *instance, what string, err
 // flight fail; later calls fail with ErrClosed. Close waits for every
 // goroutine of the plugin and is idempotent.
 func (p *Plugin) Close() error {
-	p.mu.Lock()
-	if p.closing {
-		p.mu.Unlock()
-		p.wg.Wait()
-		return nil
-	}
-	p.closing = true
-	p.state = stateClosed
-	p.unavailable = fmt.Errorf("process plugin %q: %w", p.spec.Name, ErrClosed)
-	if p.restartTimer != nil && p.restartTimer.Stop() {
-		p.wg.Done() // the restart will not run
-	}
-	inst := p.inst
-	p.inst = nil
-	p.mu.Unlock()
-	if inst != nil {
-		p.stopInstance(inst)
-	}
+	p.supervisor.Close()
 	p.wg.Wait()
-	p.log.Info().Msg("process plugin stopped")
 	return nil
 }
 
-// onExit is called once an instance's process exited (by its waiter).
-func (p *Plugin) onExit(inst *instance) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.inst != inst || p.closing {
-		return
-	}
-	p.inst = nil
-	p.crashedLocked(inst.exitDescription())
-}
+// starter starts and stops the plugin's instances for its supervisor.
+type starter struct{ p *Plugin }
 
-// crashedLocked records a crash (the process exited or could not be
-// restarted) and schedules a restart or disables the plugin.
-func (p *Plugin) crashedLocked(why string) {
-	d := p.crashes.Crash(time.Now())
-	n := d.Recent
-	if d.Disable {
-		p.state = stateDisabled
-		p.unavailable = fmt.Errorf("process plugin %q: %w (%d crashes within %v; last: %s)", p.spec.Name, ErrDisabled, n, p.sup.CrashWindow, why)
-		p.log.Error().Int("crashes", n).Dur("window", p.sup.CrashWindow).Str("last_crash", why).
-			Msgf("process plugin %q disabled: it crashed %d times within %v; its hooks and tools fail until the next reload", p.spec.Name, n, p.sup.CrashWindow)
-		return
-	}
-	delay := d.Delay
-	p.state = stateRestarting
-	p.unavailable = fmt.Errorf("process plugin %q: %w: restarting after it %s", p.spec.Name, ErrUnavailable, why)
-	p.log.Warn().Str("reason", why).Int("recent_crashes", n).Dur("restart_in", delay).
-		Msgf("process plugin %q crashed; restarting it", p.spec.Name)
-	p.wg.Add(1)
-	p.restartTimer = time.AfterFunc(delay, p.restart)
-}
-
-func (p *Plugin) restart() {
-	defer p.wg.Done()
-	p.mu.Lock()
-	if p.closing {
-		p.mu.Unlock()
-		return
-	}
-	p.mu.Unlock()
-	ctx := p.log.WithContext(context.Background())
-	inst, decl, err := p.spawn(ctx)
-	p.mu.Lock()
-	if p.closing {
-		p.mu.Unlock()
-		if inst != nil {
-			p.stopInstance(inst)
-		}
-		return
-	}
+// Restart starts a new process after a crash. A process that declares
+// other hooks or tools than at start is logged; the start's declaration
+// stays in service.
+func (s starter) Restart(ctx context.Context) (*instance, error) {
+	inst, decl, err := s.p.spawn(ctx)
 	if err != nil {
-		p.crashedLocked(err.Error())
-		p.mu.Unlock()
-		return
+		return nil, err
 	}
-	select {
-	case <-inst.exited:
-		p.crashedLocked(inst.exitDescription())
-		p.mu.Unlock()
-		return
-	default:
+	if !sameDeclaration(&s.p.decl, decl) {
+		s.p.log.Warn().Msg("restarted process plugin declares other hooks or tools than at start; the start's declaration stays in service until the next reload")
 	}
-	if !sameDeclaration(&p.decl, decl) {
-		p.log.Warn().Msg("restarted process plugin declares other hooks or tools than at start; the start's declaration stays in service until the next reload")
-	}
-	p.inst = inst
-	p.state = stateRunning
-	p.restarts++
-	p.unavailable = nil
-	p.mu.Unlock()
-	p.watch(inst)
-	p.log.Info().Int("pid", inst.pid).Msg("process plugin restarted")
+	return inst, nil
 }
+
+// Restarted starts watching a restarted instance in service.
+func (s starter) Restarted(inst *instance) {
+	s.p.watch(inst)
+	s.p.log.Info().Int("pid", inst.pid).Msg("process plugin restarted")
+}
+
+// Stop stops inst (see Plugin.stopInstance).
+func (s starter) Stop(inst *instance) { s.p.stopInstance(inst) }
 
 func sameDeclaration(a, b *protocol.InitializeResult) bool {
 	ja, _ := json.Marshal(struct {

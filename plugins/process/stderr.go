@@ -1,69 +1,25 @@
 package process
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
+// How much of a process's stderr its exit description quotes: the last
+// lines, each cut.
 const (
-	maxStderrLine = 4 << 10
 	tailLines     = 5
 	tailLineBytes = 300
 )
 
-// pumpStderr logs the process's stderr line by line under the plugin's
-// name. Lines are cut at 4 KiB and rate limited; it always reads on at full
-// speed, so a flooding plugin never blocks on a full pipe and costs the
-// server only what reading and dropping takes.
-func (inst *instance) pumpStderr() {
-	p := inst.p
-	defer p.wg.Done()
-	defer close(inst.stderrDone)
-	br := bufio.NewReaderSize(inst.stderr, maxStderrLine)
-	for {
-		line, err := br.ReadSlice('\n')
-		truncated := false
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// Keep the first 4 KiB, skip the rest of the line.
-			truncated = true
-			line = append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) > 0 {
-			inst.stderrLine(line, truncated)
-		}
-		if err != nil {
-			if dropped := p.stderrLimit.flush(); dropped > 0 {
-				p.log.Warn().Int("dropped", dropped).Msg("process plugin wrote too much to stderr; dropped lines")
-			}
-			return
-		}
-	}
-}
-
-func (inst *instance) stderrLine(line []byte, truncated bool) {
-	p := inst.p
-	s := p.redact(string(line))
-	inst.mu.Lock()
-	t := s
-	if len(t) > tailLineBytes {
-		t = t[:tailLineBytes] + "…"
-	}
-	if len(inst.tail) == tailLines {
-		copy(inst.tail, inst.tail[1:])
-		inst.tail = inst.tail[:tailLines-1]
-	}
-	inst.tail = append(inst.tail, t)
-	inst.mu.Unlock()
-
+// stderrLine logs a line of the process's stderr (read, cut at 4 KiB and
+// masked by package child) under the plugin's name, within the stderr rate
+// limit; the child reads on at full speed, so a flooding plugin never
+// blocks on a full pipe and costs the server only what reading and
+// dropping takes.
+func (p *Plugin) stderrLine(pid int, s string, truncated bool) {
 	ok, dropped := p.stderrLimit.allow()
 	if dropped > 0 {
 		p.log.Warn().Int("dropped", dropped).Msg("process plugin wrote too much to stderr; dropped lines")
@@ -71,7 +27,7 @@ func (inst *instance) stderrLine(line []byte, truncated bool) {
 	if !ok {
 		return
 	}
-	ev := p.log.Info().Str("stream", "stderr").Int("pid", inst.pid)
+	ev := p.log.Info().Str("stream", "stderr").Int("pid", pid)
 	if truncated {
 		ev = ev.Bool("truncated", true)
 	}

@@ -3,13 +3,12 @@ package sdk_test
 import (
 	"context"
 	"os"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/plugins/process"
+	"github.com/hookroom/hookroom/plugins/sdk/sdktest"
 )
 
 // BenchmarkHookRoundTrip measures one message:before_response emission with
@@ -21,20 +20,16 @@ func BenchmarkHookRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	only := func(hs []hooks.Hook) []hooks.Hook {
-		i := slices.IndexFunc(hs, func(h hooks.Hook) bool { return h.Name() == "footer" })
-		return hs[i : i+1]
-	}
 	b.Run("in-process", func(b *testing.B) {
 		inst, err := testPlugin.Builtin().New(context.Background(), plugins.Env{Name: "sdk-test", Settings: settings})
 		if err != nil {
 			b.Fatal(err)
 		}
-		reg, err := hooks.NewRegistry([]hooks.Plugin{{Name: "sdk-test", Hooks: only(inst.Hooks()), Settings: settings}}, hooks.Options{})
+		reg, err := hooks.NewRegistry([]hooks.Plugin{{Name: "sdk-test", Hooks: sdktest.Only(b, inst.Hooks(), "footer"), Settings: settings}}, hooks.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchEmit(b, reg)
+		sdktest.BenchEmit(b, reg, "Hello\n-- sent by hookroom")
 	})
 	b.Run("go-sdk-process", func(b *testing.B) {
 		exe, err := os.Executable()
@@ -49,51 +44,12 @@ func BenchmarkHookRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer p.Close()
-		reg, err := hooks.NewRegistry([]hooks.Plugin{{Name: "sdk-test", Hooks: only(p.Hooks()), Settings: settings}}, hooks.Options{})
+		reg, err := hooks.NewRegistry([]hooks.Plugin{{Name: "sdk-test", Hooks: sdktest.Only(b, p.Hooks(), "footer"), Settings: settings}}, hooks.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchEmit(b, reg)
+		sdktest.BenchEmit(b, reg, "Hello\n-- sent by hookroom")
 	})
-}
-
-// benchEmit emits message:before_response b.N times and reports p50/p99.
-func benchEmit(b *testing.B, reg *hooks.Registry) {
-	b.Helper()
-	ctx := context.Background()
-	var samples []time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{Text: "Hello", Kind: hooks.ResponseAI, Envelope: hooks.Envelope{
-			RoomID: "!room:localhost", Body: "hi", AgentName: "assistant", RequesterID: "@alice:localhost", SenderID: "@alice:localhost",
-		}}}
-		c.CorrelationID = "bench"
-		start := time.Now()
-		if err := hooks.Emit(ctx, reg, hooks.MessageBeforeResponse, c); err != nil {
-			b.Fatal(err)
-		}
-		samples = append(samples, time.Since(start))
-		if c.Draft.Text != "Hello\n-- sent by hookroom" {
-			b.Fatalf("draft = %q", c.Draft.Text)
-		}
-	}
-	if s := reg.Stats(); s[0].Errors+s[0].Timeouts+s[0].Panics > 0 {
-		b.Fatalf("hook failures during the benchmark: %+v", s[0])
-	}
-	ReportPercentiles(b, samples)
-}
-
-// ReportPercentiles adds p50-µs and p99-µs metrics.
-func ReportPercentiles(b *testing.B, samples []time.Duration) {
-	if len(samples) == 0 {
-		return
-	}
-	slices.Sort(samples)
-	at := func(q float64) float64 {
-		return float64(samples[int(q*float64(len(samples)-1))].Nanoseconds()) / 1e3
-	}
-	b.ReportMetric(at(0.50), "p50-µs")
-	b.ReportMetric(at(0.99), "p99-µs")
 }
 
 // benchEnv is the plugin's environment; HOOKROOM_BENCH_CHILD_GOMAXPROCS

@@ -11,6 +11,7 @@ import (
 	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
 	"github.com/hookroom/hookroom/plugins/process/protocol"
 	"github.com/hookroom/hookroom/plugins/sdk"
+	"github.com/hookroom/hookroom/plugins/sdk/sdktest"
 )
 
 // BenchmarkServeInMemory is the SDK's own cost per hook call: the protocol
@@ -38,5 +39,5 @@ func BenchmarkServeInMemory(b *testing.B) {
 		}
 		samples = append(samples, time.Since(start))
 	}
-	ReportPercentiles(b, samples)
+	sdktest.ReportPercentiles(b, samples)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/hookroom/hookroom/hooks/hooktest"
 	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/plugins/process"
+	"github.com/hookroom/hookroom/plugins/sdk/sdktest"
 )
 
 // python3 is required: the SDK is part of the product, so its tests must
@@ -186,32 +187,7 @@ func TestRoundTripEveryMode(t *testing.T) {
 			t.Errorf("final = %q", f.Draft.Text)
 		}
 	})
-	t.Run("gate", func(t *testing.T) {
-		c := hooktest.ToolBeforeCall("read_file", `{"path":"secret.txt"}`)
-		emit(t, h, hooks.ToolBeforeCall, c)
-		if !c.Declined || c.DeclineReason != "secrets stay unread" {
-			t.Errorf("declined=%v reason=%q", c.Declined, c.DeclineReason)
-		}
-		c = hooktest.ToolBeforeCall("read_file", `[1]`)
-		emit(t, h, hooks.ToolBeforeCall, c)
-		if !c.Declined || !strings.Contains(c.DeclineReason, "was unavailable (failed)") {
-			t.Errorf("declined=%v reason=%q", c.Declined, c.DeclineReason)
-		}
-	})
-	t.Run("claim", func(t *testing.T) {
-		c := hooktest.MessageClaim("ping")
-		emit(t, h, hooks.MessageClaim, c)
-		if c.Claimed == nil || c.Claimed.Text != "pong" {
-			t.Errorf("claimed = %+v", c.Claimed)
-		}
-	})
-	t.Run("schedule", func(t *testing.T) {
-		c := &hooks.ScheduleFiredContext{TaskID: "t", RoomID: hooktest.Room, MessageText: "standup"}
-		emit(t, h, hooks.ScheduleFired, c)
-		if c.MessageText != "rewritten: standup" {
-			t.Errorf("message_text = %q", c.MessageText)
-		}
-	})
+	sdktest.RunShared(t, h.ctx, h.reg) // gate, claim, schedule
 	t.Run("context helpers", func(t *testing.T) {
 		emit(t, h, hooks.MessageAfterResponse, hooktest.AfterResponse("42"))
 		if s := stats(h, "callbacks"); s.Errors+s.Timeouts > 0 {
