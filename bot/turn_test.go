@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -67,14 +68,22 @@ func (o accountOp) String() string {
 		if o.Notice {
 			kind = "notice"
 		}
-		return fmt.Sprintf("%s %s %s %q", at, kind, o.Event, o.Text)
+		return fmt.Sprintf("%s %s %s %s", at, kind, o.Event, abbrev(o.Text))
 	case "edit":
-		return fmt.Sprintf("%s edit %s %q", at, o.Target, o.Text)
+		return fmt.Sprintf("%s edit %s %s", at, o.Target, abbrev(o.Text))
 	case "redact":
 		return fmt.Sprintf("%s redact %s %s", at, o.Target, o.Text)
 	default:
 		return fmt.Sprintf("%s typing %v", at, o.Typing)
 	}
+}
+
+// abbrev quotes s, or for a long s its start and its length.
+func abbrev(s string) string {
+	if len(s) <= 100 {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:16], len(s))
 }
 
 var _ replyAccount = (*fakeAccount)(nil)
@@ -212,7 +221,7 @@ func (o *outcomes) add(format string, args ...any) {
 func (o *outcomes) hooks() []hooks.Hook {
 	return []hooks.Hook{
 		hooks.Handle(hooks.MessageAfterResponse, "after", func(_ context.Context, c *hooks.AfterResponseContext) error {
-			o.add("after_response %s %s %q", c.Result.DeliveryKind, c.Result.EventID, c.Result.Text)
+			o.add("after_response %s %s %s", c.Result.DeliveryKind, c.Result.EventID, abbrev(c.Result.Text))
 			return nil
 		}),
 		hooks.Handle(hooks.MessageCancelled, "cancelled", func(_ context.Context, c *hooks.CancelledContext) error {
@@ -240,6 +249,8 @@ type turnCase struct {
 	transcript []string
 	outcome    []string
 	unhandled  bool // the message is left for the restart
+	// check, when set, checks more of what the account was asked.
+	check func(t *testing.T, acct *fakeAccount)
 }
 
 const (
@@ -302,6 +313,9 @@ defaults: {streaming: %v}
 		if !slices.Equal(out.lines, c.outcome) {
 			t.Errorf("the turn ended with\n\t%s\nwant\n\t%s", strings.Join(out.lines, "\n\t"), strings.Join(c.outcome, "\n\t"))
 		}
+		if c.check != nil {
+			c.check(t, acct)
+		}
 		pending, err := b.track.Pending(context.WithoutCancel(ctx))
 		if err != nil {
 			t.Fatal(err)
@@ -327,6 +341,9 @@ func killedWhileSending(t *testing.T, posted ...id.EventID) func(ctx context.Con
 		return true
 	}
 }
+
+// longReply is too long for one message: about 90 KB.
+var longReply = strings.Repeat("All work and no play. ", 4500)
 
 // words streams "The quick brown fox jumps over" in six pieces.
 var words = []string{"The ", "quick ", "brown ", "fox ", "jumps ", "over"}
@@ -498,6 +515,31 @@ func TestTurnDelivery(t *testing.T) {
 			})},
 			transcript: []string{`0s send $1 "See the FAQ."`},
 			outcome:    []string{`after_response sent $1 "See the FAQ."`},
+		},
+		{
+			name:      "a reply too long for one message: the placeholder holds its start, the rest follows in the thread",
+			streaming: false,
+			model:     pacedModel{pieces: []string{longReply[:30000], longReply[30000:60000], longReply[60000:]}, gap: 200 * time.Millisecond},
+			transcript: []string{
+				`0s typing true`,
+				`400ms notice $1 "…"`,
+				`600ms edit $1 "All work and no "… (40638 bytes)`,
+				`600ms send $3 "work and no play"… (40639 bytes)`,
+				`600ms send $4 "and no play. All"… (17723 bytes)`,
+				`600ms typing false`,
+			},
+			outcome: []string{`after_response edited $1 ` + abbrev(longReply)},
+			check: func(t *testing.T, acct *fakeAccount) {
+				var parts strings.Builder
+				for _, op := range acct.ops {
+					if op.Kind == "edit" || op.Kind == "send" && !op.Notice {
+						parts.WriteString(op.Text)
+					}
+				}
+				if parts.String() != longReply {
+					t.Errorf("the parts joined are %d bytes, not the reply's %d", parts.Len(), len(longReply))
+				}
+			},
 		},
 		{
 			name:      "a replay edits the placeholder its last run recorded",

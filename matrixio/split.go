@@ -22,8 +22,9 @@ const splitTarget = id.EventID("$splitsplitsplitsplitsplitsplitsplitsplitsplitsp
 // SplitText cuts text into parts that each fit in one message event (at most
 // MaxContentBytes of JSON content, rendered with opts as SendText renders
 // it, formatted_body included). When edit is true the first part is sized
-// for Edit instead, whose content holds the text twice (the fallback body
-// and m.new_content). A text that fits is returned as the only part.
+// for Edit instead, whose content holds m.new_content and a fallback body
+// (which mautrix cuts short for a long text). A text that fits is returned
+// as the only part.
 //
 // Parts end at the best boundary near the limit: after a blank line, else
 // after a line break, else after a space, else between two characters
