@@ -18,10 +18,8 @@ import (
 	"github.com/hookroom/hookroom/matrixio"
 )
 
-// agentsIn returns the agents in room, by name: those config.yaml puts
-// there and those that joined it on a person's invite.
-
-// agentsOf is agentsIn in the world w.
+// agentsOf returns the agents of the world w in room, by name: those
+// config.yaml puts there and those that joined it on a person's invite.
 func (b *Bot) agentsOf(w *world, room id.RoomID) []hooks.AgentName {
 	var out []hooks.AgentName
 	for _, name := range w.cfg.AgentNames() {

@@ -139,6 +139,91 @@ func TestPreRoute(t *testing.T) {
 	}
 }
 
+// TestRoute: who answers a message in a room with two agents, decided by
+// a mention, the thread's agent, the router's model, or the fallback when
+// the router cannot decide — and what the router model is asked.
+func TestRoute(t *testing.T) {
+	const room id.RoomID = "!two:example.org"
+	tests := []struct {
+		name   string
+		body   string
+		thread id.EventID // the thread the message is in
+		// threadAgent, when set, answered the thread before.
+		threadAgent hooks.AgentName
+		router      pacedModel // what the router model answers
+		echoRouter  bool       // the router runs on the echo model: no routing model
+		want        routeDecision
+		asked       bool // the router model was asked
+	}{
+		{name: "a mention wins over everything", body: "@coder fix it", router: pacedModel{pieces: []string{"helper"}},
+			want: routeDecision{"coder", "mention"}},
+		{name: "the thread's agent answers in its thread", body: "and then?", thread: "$root", threadAgent: "coder",
+			router: pacedModel{pieces: []string{"helper"}}, want: routeDecision{"coder", "thread"}},
+		{name: "a new thread asks the router", body: "write a sort function", router: pacedModel{pieces: []string{"Coder"}},
+			want: routeDecision{"coder", "router"}, asked: true},
+		{name: "the router's answer may say more than the name", body: "hello", router: pacedModel{pieces: []string{"I'd pick ", "helper."}},
+			want: routeDecision{"helper", "router"}, asked: true},
+		{name: "the router names no agent: the first agent by name", body: "hm", router: pacedModel{pieces: []string{"nobody"}},
+			want: routeDecision{"coder", "fallback"}, asked: true},
+		{name: "the router model fails: the first agent by name", body: "hm",
+			router: pacedModel{err: &agents.ModelError{Kind: agents.ErrorHTTP, StatusCode: 500, Message: "down"}},
+			want:   routeDecision{"coder", "fallback"}, asked: true},
+		{name: "an echo router does not route", body: "hm", echoRouter: true, want: routeDecision{"coder", "fallback"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			routerModel := "r"
+			if tt.echoRouter {
+				routerModel = "m"
+			}
+			ctx, b := unstartedBot(t, fmt.Sprintf(`
+models:
+  m: {provider: echo}
+  r: {provider: openai, base_url: "http://127.0.0.1:9", model: router-model}
+router: {model: %s}
+agents:
+  helper: {model: m, role: everyday questions}
+  coder: {model: m, role: code}
+`, routerModel))
+			asked := 0
+			w := b.w()
+			w.models["r"] = countingModel{Model: tt.router, calls: &asked}
+			w.joined = map[hooks.AgentName][]id.RoomID{"helper": {room}, "coder": {room}}
+			if tt.threadAgent != "" {
+				scope := agents.ScopeKey(room, tt.thread)
+				if _, err := b.history.AppendTurn(ctx, scope, tt.threadAgent, "$earlier", nil,
+					agents.Message{Role: agents.RoleUser, Content: "hi"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			msg := &event.MessageEventContent{MsgType: event.MsgText, Body: tt.body}
+			if tt.thread != "" {
+				msg.RelatesTo = (&event.RelatesTo{}).SetThread(tt.thread, tt.thread)
+			}
+			ev := &event.Event{ID: "$m", RoomID: room, Sender: "@alice:example.org", Type: event.EventMessage,
+				Content: event.Content{Parsed: msg}}
+			got, ok := b.route(ctx, w, ev, msg, b.envelope(w, ev, msg))
+			if !ok || got != tt.want {
+				t.Errorf("route = %+v, %v; want %+v", got, ok, tt.want)
+			}
+			if (asked > 0) != tt.asked {
+				t.Errorf("the router model was asked %d times, want asked = %v", asked, tt.asked)
+			}
+		})
+	}
+}
+
+// countingModel counts the requests to Model.
+type countingModel struct {
+	agents.Model
+	calls *int
+}
+
+func (m countingModel) Stream(ctx context.Context, req *agents.Request) (agents.Stream, error) {
+	*m.calls++
+	return m.Model.Stream(ctx, req)
+}
+
 func TestParseCommand(t *testing.T) {
 	tests := []struct {
 		body string

@@ -258,30 +258,40 @@ const (
 	turnSource id.EventID = "$question"
 )
 
+// unstartedBot returns a bot made by New for the configuration body
+// (below data_dir and a matrix section for a homeserver it never talks
+// to), with hs as its hooks, and a context logging to the test. The bot is
+// closed at the test's end; Run is never called.
+func unstartedBot(t *testing.T, body string, hs ...hooks.Hook) (context.Context, *Bot) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`data_dir: %s
+matrix: {homeserver: "http://127.0.0.1:9", server_name: example.org}
+%s`, filepath.Join(t.TempDir(), "data"), body)), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel).WithContext(context.Background())
+	b, err := New(ctx, cfg, Options{Registry: func(s hooks.Services) (*hooks.Registry, error) {
+		return hooks.NewRegistry([]hooks.Plugin{{Name: "test", Hooks: hs}}, hooks.Options{Services: s})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return ctx, b
+}
+
 // runTurn runs c's turn in a synctest bubble and checks what the account
 // was asked to do, how the turn ended, and whether its message was marked
 // handled.
 func runTurn(t *testing.T, c turnCase) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, err := config.Parse([]byte(fmt.Sprintf(`
-data_dir: %s
-matrix: {homeserver: "http://127.0.0.1:9", server_name: example.org}
+		var out outcomes
+		ctx, b := unstartedBot(t, fmt.Sprintf(`
 models: {m: {provider: echo}}
 agents: {helper: {model: m}}
 defaults: {streaming: %v}
-`, filepath.Join(t.TempDir(), "data"), c.streaming)), "config.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out outcomes
-		ctx := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel).WithContext(context.Background())
-		b, err := New(ctx, cfg, Options{Registry: func(s hooks.Services) (*hooks.Registry, error) {
-			return hooks.NewRegistry([]hooks.Plugin{{Name: "test", Hooks: append(out.hooks(), c.hooks...)}}, hooks.Options{Services: s})
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
+`, c.streaming), append(out.hooks(), c.hooks...)...)
 		w := b.w()
 		w.models["m"] = c.model
 
