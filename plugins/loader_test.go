@@ -16,6 +16,30 @@ import (
 	"github.com/hookroom/hookroom/sandbox"
 )
 
+// load loads cfg with l (no previous set), failing t on error; the set is
+// closed when t ends.
+func load(t *testing.T, l *plugins.Loader, cfg *config.Config) *plugins.Set {
+	t.Helper()
+	set, err := l.Load(hooktest.Context(t), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	return set
+}
+
+// loadRegistry loads cfg with l (see load) and builds the set's registry
+// with the default options, failing t on error.
+func loadRegistry(t *testing.T, l *plugins.Loader, cfg *config.Config) (*plugins.Set, *hooks.Registry) {
+	t.Helper()
+	set := load(t, l, cfg)
+	reg, err := set.Registry(hooks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set, reg
+}
+
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -210,16 +234,7 @@ models:
   default: {provider: echo}
 `)
 	procs := newFakeProcs()
-	l := plugins.Loader{StartProcess: procs.start}
-	set, err := l.Load(hooktest.Context(t), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	reg, err := set.Registry(hooks.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, reg := loadRegistry(t, &plugins.Loader{StartProcess: procs.start}, cfg)
 	if w := reg.Warnings(); len(w) != 0 {
 		t.Errorf("registry warnings %q: the set should have taken them", w)
 	}
@@ -312,15 +327,7 @@ agents:
 models:
   default: {provider: echo}
 `)
-	set, err := plugins.Load(hooktest.Context(t), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	reg, err := set.Registry(hooks.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, reg := loadRegistry(t, &plugins.Loader{}, cfg)
 	c := hooktest.ToolBeforeCall("shell", `{}`)
 	c.Agent = "none"
 	testCalls.take()
@@ -363,11 +370,7 @@ plugins:
 		LookupEnv:    fakeLookup(serverEnv),
 		AllowEnv:     func(e config.PluginEntry) []string { return allow[strings.TrimPrefix(e.Path, "./plugins/")] },
 	}
-	set, err := l.Load(hooktest.Context(t), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	set := load(t, &l, cfg)
 	spec := procs.lastSpec("geo")
 	state := p.root + "/state/plugins/geo"
 	want := plugins.ProcessSpec{
@@ -425,22 +428,13 @@ func TestToolsAndCustomEvents(t *testing.T) {
       hooks: ["tool echo", "test:echoed on_echo"]
 `)
 	procs := newFakeProcs()
-	l := plugins.Loader{StartProcess: procs.start}
-	set, err := l.Load(hooktest.Context(t), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	set, reg := loadRegistry(t, &plugins.Loader{StartProcess: procs.start}, cfg)
 	var names []string
 	for _, tool := range set.Tools() {
 		names = append(names, tool.Plugin+"/"+tool.Name+" "+string(tool.Parameters))
 	}
 	if want := []string{`a/lookup {"type":"object","properties":{}}`, `test_builtin/echo {"type":"object","properties":{}}`}; !slices.Equal(names, want) {
 		t.Errorf("tools %q, want %q", names, want)
-	}
-	reg, err := set.Registry(hooks.Options{})
-	if err != nil {
-		t.Fatal(err)
 	}
 	testCalls.take()
 	out, err := set.CallTool(hooktest.Context(t), reg, "echo", plugins.ToolCall{ToolCall: hooks.ToolCall{Arguments: []byte(`{"q":1}`), Agent: "code"}})
@@ -491,11 +485,7 @@ plugins:
 	}
 	procs := newFakeProcs()
 	l := plugins.Loader{StartProcess: procs.start, LookupEnv: fakeLookup(map[string]string{"PATH": "/usr/bin"})}
-	set, err := l.Load(hooktest.Context(t), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	load(t, &l, cfg)
 	geo := procs.lastSpec("geo").Sandbox
 	if geo == nil {
 		t.Fatal("geo is not confined")

@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/hooks/hooktest"
-	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/plugins/process"
 	"github.com/hookroom/hookroom/plugins/process/protocol"
@@ -201,43 +199,13 @@ func callbacks(ctx context.Context, c *hooks.AfterResponseContext) error {
 	return nil
 }
 
-type logBuffer = testkit.Buffer
-
-// harness is the test plugin loaded in one mode.
-type harness struct {
-	ctx      context.Context
-	logs     *logBuffer
-	reg      *hooks.Registry
-	svc      *hooktest.Services
-	stateDir string
-	callTool func(name string, args string) (string, error)
-	// callToolAs runs a tool with call's agent, room, thread, requester,
-	// session and correlation id (its Emit is ignored).
-	callToolAs func(name string, call plugins.ToolCall) (string, error)
-}
-
 var testSettings = map[string]any{"footer": "\n-- sent by hookroom", "home": "Berlin"}
 
-func (h *harness) emitToRegistry(ctx context.Context, event string, payload any) error {
-	ev, err := hooks.NewCustomEvent(event)
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(payload)
-	c := &hooks.CustomEventContext{Payload: raw, SourcePlugin: "sdk-test"}
-	return hooks.Emit(ctx, h.reg, ev, c)
-}
-
-func newHarness(t *testing.T, mode string) *harness {
+// newHarness loads testPlugin in mode: "builtin" or "process" (this test
+// binary, serving it through sdk.Main).
+func newHarness(t *testing.T, mode string) *sdktest.Harness {
 	t.Helper()
-	logs := &logBuffer{}
-	logger := zerolog.New(logs)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
-	})
-	h := &harness{ctx: logger.WithContext(context.Background()), logs: logs, svc: &hooktest.Services{}, stateDir: t.TempDir()}
+	h := sdktest.NewHarness(t, "sdk-test")
 	settings, err := hooks.NewSettings(testSettings)
 	if err != nil {
 		t.Fatal(err)
@@ -245,117 +213,58 @@ func newHarness(t *testing.T, mode string) *harness {
 	var hp hooks.Plugin
 	switch mode {
 	case "builtin":
-		inst, err := testPlugin.Builtin().New(h.ctx, plugins.Env{Name: "sdk-test", Settings: settings, StateDir: h.stateDir, Logger: &logger})
+		inst, err := testPlugin.Builtin().New(h.Ctx, plugins.Env{Name: "sdk-test", Settings: settings, StateDir: h.StateDir, Logger: zerolog.Ctx(h.Ctx)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		hp = hooks.Plugin{Name: "sdk-test", Hooks: inst.Hooks(), Settings: settings, StateRoot: h.stateDir}
+		hp = hooks.Plugin{Name: "sdk-test", Hooks: inst.Hooks(), Settings: settings, StateRoot: h.StateDir}
 		tools := inst.(plugins.ToolProvider).Tools()
-		h.callTool = func(name, args string) (string, error) {
+		h.CallTool = func(name string, call plugins.ToolCall) (string, error) {
 			i := slices.IndexFunc(tools, func(t plugins.Tool) bool { return t.Name == name })
-			return tools[i].Call(h.ctx, plugins.ToolCall{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(args)}, Emit: h.emitToRegistry})
-		}
-		h.callToolAs = func(name string, call plugins.ToolCall) (string, error) {
-			i := slices.IndexFunc(tools, func(t plugins.Tool) bool { return t.Name == name })
-			return tools[i].Call(h.ctx, call)
+			if i < 0 {
+				return "", fmt.Errorf("no tool %q", name)
+			}
+			return tools[i].Call(h.Ctx, call)
 		}
 	case "process":
 		exe, err := os.Executable()
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := process.Start(h.ctx, process.Spec{
+		p, err := process.Start(h.Ctx, process.Spec{
 			Name: "sdk-test", Command: []string{exe}, Env: []string{"HOOKROOM_SDK_TEST=1"},
-			StateDir: h.stateDir, Settings: settings,
+			StateDir: h.StateDir, Settings: settings,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Close() })
 		hp = p.RegistryPlugin("test")
-		h.callTool = func(name, args string) (string, error) {
-			return p.CallTool(h.ctx, name, process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(args)}, Emit: h.emitToRegistry})
+		h.CallTool = func(name string, call plugins.ToolCall) (string, error) {
+			return p.CallTool(h.Ctx, name, process.ToolCallRequest{ToolCall: call.ToolCall, CorrelationID: call.CorrelationID, Emit: call.Emit})
 		}
-		h.callToolAs = func(name string, call plugins.ToolCall) (string, error) {
-			return p.CallTool(h.ctx, name, process.ToolCallRequest{ToolCall: call.ToolCall, CorrelationID: call.CorrelationID})
-		}
+	default:
+		t.Fatalf("unknown mode %q", mode)
 	}
-	h.reg = hooktest.Registry(t, []hooks.Plugin{hp}, hooks.Options{Services: h.svc.Bind()})
+	h.Register(t, hp)
 	return h
 }
 
-func emit[T any, P hooks.ContextOf[T]](t *testing.T, h *harness, ev hooks.Event[T], c P) {
-	t.Helper()
-	if err := hooks.Emit(h.ctx, h.reg, ev, c); err != nil {
-		t.Fatalf("emit %s: %v", ev.Name(), err)
-	}
-}
-
-func stats(h *harness, hook string) hooks.HookStats {
-	for _, s := range h.reg.Stats() {
-		if s.Hook == hook {
-			return s
-		}
-	}
-	return hooks.HookStats{}
-}
-
-// The same plugin code behaves the same built in and as a process.
+// The same plugin code behaves the same built in and as a process; the
+// checks the Python SDK's test plugin passes too are sdktest's.
 func TestSameCodeBothModes(t *testing.T) {
 	for _, mode := range []string{"builtin", "process"} {
 		t.Run(mode, func(t *testing.T) {
 			h := newHarness(t, mode)
-			t.Run("declaration", func(t *testing.T) {
-				infos := map[string]hooks.HookInfo{}
-				for _, i := range h.reg.Hooks() {
-					infos[i.Hook] = i
-				}
-				if infos["location"].Priority != 20 || infos["guard"].FailurePolicy != "closed" ||
-					infos["guard"].Timeout != 5*time.Second || !slices.Equal(infos["sched"].Rooms, []id.RoomID{hooktest.Room}) ||
-					!slices.Equal(infos["callbacks"].Agents, []hooks.AgentName{hooktest.Agent}) || len(infos) != 14 {
-					t.Errorf("declaration = %+v", infos)
-				}
-			})
-			t.Run("observer", func(t *testing.T) {
-				c := hooktest.MessageReceived("cheap spam")
-				emit(t, h, hooks.MessageReceived, c)
-				if !c.Suppress {
-					t.Error("not suppressed")
-				}
-			})
-			t.Run("collectors", func(t *testing.T) {
-				c := hooktest.MessageEnrich("hi")
-				emit(t, h, hooks.MessageEnrich, c)
-				if want := []hooks.EnrichmentItem{{Key: "location", Text: "User is at Berlin", CachePolicy: hooks.Stable}}; !slices.Equal(c.Items, want) {
-					t.Errorf("items = %+v", c.Items)
-				}
-				s := hooktest.SystemEnrich("hi")
-				emit(t, h, hooks.SystemEnrich, s)
-				if len(s.Items) != 1 || s.Items[0].Text != "You are assistant" {
-					t.Errorf("items = %+v", s.Items)
-				}
-			})
-			t.Run("transformers", func(t *testing.T) {
-				c := hooktest.BeforeResponse("Hello")
-				emit(t, h, hooks.MessageBeforeResponse, c)
-				if c.Draft.Text != "Hello\n-- sent by hookroom" {
-					t.Errorf("draft = %q", c.Draft.Text)
-				}
-				f := hooktest.FinalResponse("done")
-				emit(t, h, hooks.MessageFinalResponseTransform, f)
-				if f.Draft.Text != "DONE" {
-					t.Errorf("final = %q", f.Draft.Text)
-				}
-			})
-			sdktest.RunShared(t, h.ctx, h.reg) // gate, claim, schedule
+			sdktest.RunShared(t, h, sdktest.Declared{Hooks: 14, GuardTimeout: 5 * time.Second})
 			t.Run("gate approval", func(t *testing.T) {
 				c := hooktest.ToolBeforeCall("read_file", `{"path":"/prod/x"}`)
-				emit(t, h, hooks.ToolBeforeCall, c)
+				sdktest.Emit(t, h, hooks.ToolBeforeCall, c)
 				if c.Declined || !c.ApprovalRequired || c.ApprovalReason != "production files" {
 					t.Errorf("declined=%v approval=%v reason=%q", c.Declined, c.ApprovalRequired, c.ApprovalReason)
 				}
 				a := hooktest.ToolApprovalRequested("read_file", `{"path":"/prod/x"}`)
-				emit(t, h, hooks.ToolApprovalRequested, a)
+				sdktest.Emit(t, h, hooks.ToolApprovalRequested, a)
 				if a.Decision != hooks.ApprovalDeny || a.DecisionReason != "no reading in production" {
 					t.Errorf("decision=%q reason=%q", a.Decision, a.DecisionReason)
 				}
@@ -366,83 +275,26 @@ func TestSameCodeBothModes(t *testing.T) {
 				for i := range big {
 					big[i] = byte(i * 7 % 251)
 				}
-				h.svc.AddAttachment(hooktest.Room, hooktest.EventID, hooks.Attachment{ID: "mxc://localhost/big", Kind: "file", Name: "big.bin", MimeType: "application/octet-stream", Data: big})
-				h.svc.AddAttachment(hooktest.Room, "$other:localhost", hooks.Attachment{ID: "mxc://localhost/not-mine", Kind: "file", Name: "x", Data: []byte("x")})
+				h.Svc.AddAttachment(hooktest.Room, hooktest.EventID, hooks.Attachment{ID: "mxc://localhost/big", Kind: "file", Name: "big.bin", MimeType: "application/octet-stream", Data: big})
+				h.Svc.AddAttachment(hooktest.Room, "$other:localhost", hooks.Attachment{ID: "mxc://localhost/not-mine", Kind: "file", Name: "x", Data: []byte("x")})
 				c := hooktest.AfterResponse("42")
 				c.Result.Envelope.AttachmentIDs = []string{"mxc://localhost/big"}
-				emit(t, h, hooks.MessageAfterResponse, c)
-				if s := stats(h, "callbacks"); s.Errors+s.Timeouts+s.Panics > 0 {
-					t.Fatalf("callbacks hook failed: %+v", s)
-				}
-				report, err := os.ReadFile(filepath.Join(h.stateDir, "callbacks.txt"))
-				if err != nil {
-					t.Fatal(err)
-				}
 				wantAtt := fmt.Sprintf("big.bin:application/octet-stream:%d:%x", len(big), sha256.Sum256(big))
-				if want := `state={"n":1} all=1 plugin=sdk-test hook=callbacks event=message:after_response atts=` + wantAtt; string(report) != want {
-					t.Errorf("report = %q, want %q", report, want)
-				}
-				var texts []string
-				for _, m := range h.svc.Sent() {
-					texts = append(texts, m.Text)
-					if m.Plugin != "sdk-test" {
-						t.Errorf("message %q sent as plugin %q", m.Text, m.Plugin)
-					}
-				}
-				if want := []string{"reply was: 42", "emitted from hook"}; !slices.Equal(texts, want) {
-					t.Errorf("sent %q, want %q", texts, want)
-				}
-				h.logs.WaitFor(t, "callbacks done", 3*time.Second)
+				sdktest.CheckCallbacks(t, h, c, `state={"n":1} all=1 plugin=sdk-test hook=callbacks event=message:after_response atts=`+wantAtt)
 			})
 			t.Run("tools", func(t *testing.T) {
-				out, err := h.callTool("add", `{"a":2,"b":40}`)
-				if err != nil || out != "42" {
-					t.Errorf("add = %q, %v", out, err)
-				}
-				out, err = h.callToolAs("whoami", plugins.ToolCall{ToolCall: hooks.ToolCall{
-					Agent: hooktest.Agent, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
-					RequesterID: hooktest.Sender, SessionID: "session-1",
-				}, CorrelationID: "corr-1"})
-				if want := fmt.Sprintf("%s %s %s %s session-1 corr-1", hooktest.Agent, hooktest.Room, hooktest.EventID, hooktest.Sender); err != nil || out != want {
-					t.Errorf("whoami = %q, %v; want %q", out, err, want)
-				}
-				before := len(h.svc.Sent())
-				out, err = h.callTool("announce", `{}`)
-				if err != nil || out != "announced" {
-					t.Errorf("announce = %q, %v", out, err)
-				}
-				if sent := h.svc.Sent(); len(sent) != before+1 || sent[before].Text != "emitted from tool" {
-					t.Errorf("sent = %+v", sent)
-				}
-				if _, err := h.callTool("add", `"nope"`); err == nil || !strings.Contains(err.Error(), "failed to decode tool arguments") {
+				sdktest.CheckTools(t, h)
+				if _, err := h.CallTool("add", plugins.ToolCall{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`"nope"`)}}); err == nil || !strings.Contains(err.Error(), "failed to decode tool arguments") {
 					t.Errorf("add with bad arguments: err = %v", err)
 				}
 			})
-			t.Run("failing hook", func(t *testing.T) {
-				emit(t, h, hooks.MessageCancelled, hooktest.Cancelled(hooks.CancelModelError))
-				if s := stats(h, "fails"); s.Errors != 1 {
-					t.Errorf("stats = %+v", s)
-				}
-				h.logs.WaitFor(t, "calendar API is down", 3*time.Second)
-			})
 			t.Run("panicking hook", func(t *testing.T) {
 				c := &hooks.ReactionReceivedContext{RoomID: hooktest.Room, Key: "👍", Agent: hooktest.Agent}
-				emit(t, h, hooks.ReactionReceived, c)
-				s := stats(h, "panics")
-				if s.Errors+s.Panics != 1 {
+				sdktest.Emit(t, h, hooks.ReactionReceived, c)
+				if s := h.Stats("panics"); s.Errors+s.Panics != 1 {
 					t.Errorf("stats = %+v", s)
 				}
-				h.logs.WaitFor(t, "reaction handler exploded", 3*time.Second)
-			})
-			t.Run("deadline", func(t *testing.T) {
-				start := time.Now()
-				emit(t, h, hooks.RoomMemberJoined, hooktest.MemberJoined("@bob:localhost"))
-				if d := time.Since(start); d > 250*time.Millisecond {
-					t.Errorf("emit took %v with a 100ms hook", d)
-				}
-				if s := stats(h, "slow"); s.Timeouts != 1 {
-					t.Errorf("stats = %+v", s)
-				}
+				h.Logs.WaitFor(t, "reaction handler exploded", 3*time.Second)
 			})
 		})
 	}
@@ -469,9 +321,9 @@ func TestSetupErrorFailsStart(t *testing.T) {
 func TestServeRedirectsStdout(t *testing.T) {
 	h := newHarness(t, "process")
 	c := hooktest.MessageReceived("spam")
-	emit(t, h, hooks.MessageReceived, c)
-	h.logs.WaitFor(t, "stray output from plugin code: spam", 3*time.Second)
-	if strings.Contains(h.logs.String(), "skipping a line") || !c.Suppress {
+	sdktest.Emit(t, h, hooks.MessageReceived, c)
+	h.Logs.WaitFor(t, "stray output from plugin code: spam", 3*time.Second)
+	if strings.Contains(h.Logs.String(), "skipping a line") || !c.Suppress {
 		t.Error("the plugin wrote garbage into the protocol stream")
 	}
 }

@@ -6,23 +6,16 @@ package python_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-	"maunium.net/go/mautrix/id"
-
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/hooks/hooktest"
-	"github.com/hookroom/hookroom/internal/testkit"
+	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/plugins/process"
 	"github.com/hookroom/hookroom/plugins/sdk/sdktest"
 )
@@ -60,17 +53,12 @@ func TestPythonUnitTests(t *testing.T) {
 	}
 }
 
-type logBuffer = testkit.Buffer
-
 var testSettings = map[string]any{"footer": "\n-- sent by hookroom", "home": "Berlin"}
 
+// harness is the Python test plugin running as a process in one mode.
 type harness struct {
-	ctx      context.Context
-	logs     *logBuffer
-	p        *process.Plugin
-	reg      *hooks.Registry
-	svc      *hooktest.Services
-	stateDir string
+	*sdktest.Harness
+	p *process.Plugin
 }
 
 func spec(t testing.TB, mode string) process.Spec {
@@ -93,161 +81,50 @@ func spec(t testing.TB, mode string) process.Spec {
 	}
 }
 
+// newHarness starts testdata/roundtrip_plugin.py in mode (see spec).
 func newHarness(t *testing.T, mode string) *harness {
 	t.Helper()
-	logs := &logBuffer{}
-	logger := zerolog.New(logs)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
-	})
-	h := &harness{ctx: logger.WithContext(context.Background()), logs: logs, svc: &hooktest.Services{}}
+	h := &harness{Harness: sdktest.NewHarness(t, "py-test")}
 	s := spec(t, mode)
-	h.stateDir = s.StateDir
-	p, err := process.Start(h.ctx, s)
+	s.StateDir = h.StateDir
+	p, err := process.Start(h.Ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
 	h.p = p
-	h.reg = hooktest.Registry(t, []hooks.Plugin{p.RegistryPlugin("test")}, hooks.Options{Services: h.svc.Bind()})
+	h.CallTool = func(name string, call plugins.ToolCall) (string, error) {
+		return p.CallTool(h.Ctx, name, process.ToolCallRequest{ToolCall: call.ToolCall, CorrelationID: call.CorrelationID, Emit: call.Emit})
+	}
+	h.Register(t, p.RegistryPlugin("test"))
 	return h
 }
 
-func emit[T any, P hooks.ContextOf[T]](t *testing.T, h *harness, ev hooks.Event[T], c P) {
-	t.Helper()
-	if err := hooks.Emit(h.ctx, h.reg, ev, c); err != nil {
-		t.Fatalf("emit %s: %v", ev.Name(), err)
-	}
-}
-
-func stats(h *harness, hook string) hooks.HookStats {
-	for _, s := range h.reg.Stats() {
-		if s.Hook == hook {
-			return s
-		}
-	}
-	return hooks.HookStats{}
-}
-
-func (h *harness) emitToRegistry(ctx context.Context, event string, payload any) error {
-	ev, err := hooks.NewCustomEvent(event)
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(payload)
-	return hooks.Emit(ctx, h.reg, ev, &hooks.CustomEventContext{Payload: raw, SourcePlugin: "py-test"})
-}
-
+// The Python twin of the Go SDK's test plugin passes the same checks
+// (sdktest's), and some of its own.
 func TestRoundTripEveryMode(t *testing.T) {
 	h := newHarness(t, "ok")
-	t.Run("declaration", func(t *testing.T) {
-		infos := map[string]hooks.HookInfo{}
-		for _, i := range h.reg.Hooks() {
-			infos[i.Hook] = i
-		}
-		if len(infos) != 12 || infos["location"].Priority != 20 || infos["guard"].FailurePolicy != "closed" ||
-			infos["guard"].Timeout != 150*time.Millisecond || !slices.Equal(infos["sched"].Rooms, []id.RoomID{hooktest.Room}) ||
-			!slices.Equal(infos["callbacks"].Agents, []hooks.AgentName{hooktest.Agent}) || h.p.Version() != "1.2.3" {
-			t.Errorf("declaration = %+v", infos)
+	sdktest.RunShared(t, h.Harness, sdktest.Declared{Hooks: 12, GuardTimeout: 150 * time.Millisecond})
+	t.Run("version", func(t *testing.T) {
+		if v := h.p.Version(); v != "1.2.3" {
+			t.Errorf("version = %q", v)
 		}
 	})
-	t.Run("observer", func(t *testing.T) {
-		c := hooktest.MessageReceived("cheap spam")
-		emit(t, h, hooks.MessageReceived, c)
-		if !c.Suppress {
-			t.Error("not suppressed")
-		}
+	t.Run("stray output", func(t *testing.T) {
 		// print() in plugin code lands in the log, not in the protocol.
-		h.logs.WaitFor(t, "stray output from plugin code: cheap spam", 3*time.Second)
+		sdktest.Emit(t, h.Harness, hooks.MessageReceived, hooktest.MessageReceived("cheap spam"))
+		h.Logs.WaitFor(t, "stray output from plugin code: cheap spam", 3*time.Second)
 	})
-	t.Run("collectors", func(t *testing.T) {
-		c := hooktest.MessageEnrich("hi")
-		emit(t, h, hooks.MessageEnrich, c)
-		if want := []hooks.EnrichmentItem{{Key: "location", Text: "User is at Berlin", CachePolicy: hooks.Stable}}; !slices.Equal(c.Items, want) {
-			t.Errorf("items = %+v", c.Items)
-		}
-		s := hooktest.SystemEnrich("hi")
-		emit(t, h, hooks.SystemEnrich, s)
-		if want := []hooks.EnrichmentItem{{Key: "agent", Text: "You are assistant", CachePolicy: hooks.Volatile}}; !slices.Equal(s.Items, want) {
-			t.Errorf("items = %+v", s.Items)
-		}
-	})
-	t.Run("transformers", func(t *testing.T) {
-		c := hooktest.BeforeResponse("Hello")
-		c.Draft.Extra = json.RawMessage(`{"k":1}`)
-		emit(t, h, hooks.MessageBeforeResponse, c)
-		if c.Draft.Text != "Hello\n-- sent by hookroom" || string(c.Draft.Extra) != `{"k":1}` {
-			t.Errorf("draft = %+v", c.Draft)
-		}
-		f := hooktest.FinalResponse("done")
-		emit(t, h, hooks.MessageFinalResponseTransform, f)
-		if f.Draft.Text != "DONE" {
-			t.Errorf("final = %q", f.Draft.Text)
-		}
-	})
-	sdktest.RunShared(t, h.ctx, h.reg) // gate, claim, schedule
 	t.Run("context helpers", func(t *testing.T) {
-		emit(t, h, hooks.MessageAfterResponse, hooktest.AfterResponse("42"))
-		if s := stats(h, "callbacks"); s.Errors+s.Timeouts > 0 {
-			t.Fatalf("callbacks failed: %+v", s)
-		}
-		report, err := os.ReadFile(filepath.Join(h.stateDir, "callbacks.txt"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := `state={'n': 1} all=1 missing=None plugin=py-test hook=callbacks event=message:after_response`; string(report) != want {
-			t.Errorf("report = %q, want %q", report, want)
-		}
-		var texts []string
-		for _, m := range h.svc.Sent() {
-			texts = append(texts, m.Text)
-		}
-		if want := []string{"reply was: 42", "emitted from hook"}; !slices.Equal(texts, want) {
-			t.Errorf("sent %q, want %q", texts, want)
-		}
-		h.logs.WaitFor(t, `"hook":"callbacks","event":"message:after_response"`, 3*time.Second)
-		h.logs.WaitFor(t, "callbacks done", 3*time.Second)
+		sdktest.CheckCallbacks(t, h.Harness, hooktest.AfterResponse("42"),
+			`state={'n': 1} all=1 missing=None plugin=py-test hook=callbacks event=message:after_response`)
 	})
-	t.Run("tools", func(t *testing.T) {
-		out, err := h.p.CallTool(h.ctx, "add", process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{"a":2,"b":40}`)}})
-		if err != nil || out != "42" {
-			t.Errorf("add = %q, %v", out, err)
-		}
-		out, err = h.p.CallTool(h.ctx, "whoami", process.ToolCallRequest{ToolCall: hooks.ToolCall{
-			Agent: hooktest.Agent, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
-			RequesterID: hooktest.Sender, SessionID: "session-1",
-		}, CorrelationID: "corr-1"})
-		if want := fmt.Sprintf("%s %s %s %s session-1 corr-1", hooktest.Agent, hooktest.Room, hooktest.EventID, hooktest.Sender); err != nil || out != want {
-			t.Errorf("whoami = %q, %v; want %q", out, err, want)
-		}
-		before := len(h.svc.Sent())
-		out, err = h.p.CallTool(h.ctx, "announce", process.ToolCallRequest{Emit: h.emitToRegistry})
-		if err != nil || out != "announced" {
-			t.Errorf("announce = %q, %v", out, err)
-		}
-		if sent := h.svc.Sent(); len(sent) != before+1 || sent[before].Text != "emitted from tool" {
-			t.Errorf("sent = %+v", sent)
-		}
-	})
-	t.Run("failing hook", func(t *testing.T) {
-		emit(t, h, hooks.MessageCancelled, hooktest.Cancelled(hooks.CancelModelError))
-		if s := stats(h, "fails"); s.Errors != 1 {
-			t.Errorf("stats = %+v", s)
-		}
-		h.logs.WaitFor(t, `hook fails failed: RuntimeError: calendar API is down`, 3*time.Second)
-		h.logs.WaitFor(t, "Traceback (most recent call last)", 3*time.Second)
-	})
-	t.Run("deadline", func(t *testing.T) {
-		start := time.Now()
-		emit(t, h, hooks.RoomMemberJoined, hooktest.MemberJoined("@bob:localhost"))
-		if d := time.Since(start); d > 250*time.Millisecond {
-			t.Errorf("emit took %v with a 100 ms hook", d)
-		}
-		if s := stats(h, "slow"); s.Timeouts != 1 {
-			t.Errorf("stats = %+v", s)
-		}
+	t.Run("tools", func(t *testing.T) { sdktest.CheckTools(t, h.Harness) })
+	t.Run("failure log", func(t *testing.T) {
+		// The failing hook ran in RunShared; its exception is logged with
+		// the traceback.
+		h.Logs.WaitFor(t, `hook fails failed: RuntimeError: calendar API is down`, 3*time.Second)
+		h.Logs.WaitFor(t, "Traceback (most recent call last)", 3*time.Second)
 	})
 }
 
@@ -266,7 +143,7 @@ func TestPythonFaults(t *testing.T) {
 			for i := range 3 {
 				c := hooktest.BeforeResponse("Hello")
 				start := time.Now()
-				emit(t, h, hooks.MessageBeforeResponse, c)
+				sdktest.Emit(t, h.Harness, hooks.MessageBeforeResponse, c)
 				if d := time.Since(start); d > deadline+margin {
 					t.Errorf("Emit %d took %v", i, d)
 				}
@@ -274,11 +151,11 @@ func TestPythonFaults(t *testing.T) {
 					t.Errorf("a failed hook changed the draft: %q", c.Draft.Text)
 				}
 			}
-			if s := stats(h, "footer"); s.Errors+s.Timeouts < 3 {
+			if s := h.Stats("footer"); s.Errors+s.Timeouts < 3 {
 				t.Errorf("stats = %+v", s)
 			}
 			for _, l := range tc.logs {
-				h.logs.WaitFor(t, l, 3*time.Second)
+				h.Logs.WaitFor(t, l, 3*time.Second)
 			}
 		})
 	}

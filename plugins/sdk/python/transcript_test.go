@@ -25,7 +25,7 @@ func TestTranscript(t *testing.T) {
 	var trace lockedBuffer
 	s := spec(t, "ok")
 	s.Trace = &trace
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	ctx := zerolog.New(logs).WithContext(context.Background())
 	p, err := process.Start(ctx, s)
 	if err != nil {
