@@ -11,7 +11,6 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
-	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 )
 
@@ -28,48 +27,15 @@ func newAnthropicTurnEnv(t *testing.T, agentName, agentYAML string, extra ...hoo
 	e.testEnv.logs = logs
 	e.person = e.hs.RegisterUser(t, "alice")
 	e.room = createRoom(t, e.person, e.userID("router"), e.userID(agentName))
-	e.cfg = fmt.Sprintf(`models:
-  default:
-    provider: echo
-  agent:
-    provider: anthropic
-    base_url: %s
-    api_key: %s
-    model: claude-test
-    max_tokens: 1024
-  router:
-    provider: openai
-    base_url: %s
-    model: router-model
-router:
-  model: router
-rooms:
-  main:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
-agents:
-  %s:
-    username: %s
-    model: agent
-    rooms: [main]
-%s`, e.llm.RootURL, anthropicKey, e.llm.URL, e.room, e.person.UserID, agentName, e.localpart(agentName), agentYAML)
-	hs := append(e.terminalHooks(), extra...)
-	cfg := e.config(e.cfg)
-	e.opts = Options{
-		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
-		ConfigOptions: []config.Option{config.WithLookupEnv(func(k string) (string, bool) {
-			if k == "HS_SECRET" {
-				return e.hs.Secret, true
-			}
-			return "", false
-		})},
-		Registry: func(s hooks.Services) (*hooks.Registry, error) {
-			rp := e.rec.plugin()
-			return hooks.NewRegistry([]hooks.Plugin{rp, {Name: "test", Hooks: hs}}, hooks.Options{Services: s})
-		},
-	}
-	e.bot = e.start(cfg, e.rec, e.opts)
+	e.cfg = agentSetup{
+		LLM: e.llm.RootURL, Provider: "anthropic", Model: "claude-test",
+		ModelYAML: "    api_key: " + anthropicKey + "\n    max_tokens: 1024\n", Models: e.routerModels(),
+		Room: e.room, Admins: []id.UserID{e.person.UserID},
+		Agents: []string{agentName}, AgentYAML: "    model: agent\n" + agentYAML,
+		Extra: "router:\n  model: router\n",
+	}.body(e.testEnv)
+	e.opts = e.turnOptions(extra...)
+	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
 	return e, logs
 }
 

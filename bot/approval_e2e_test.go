@@ -406,27 +406,14 @@ func TestApprovalInEncryptedRoom(t *testing.T) {
 	e := newEnv(t)
 	llm := llmtest.NewServer(t)
 	alice := e.hs.RegisterUser(t, "alice")
-	cfg := e.config(fmt.Sprintf(`models:
-  agent:
-    provider: openai
-    base_url: %s
-    model: m
-rooms:
-  secret:
-    alias: %s
-    invite: ["%s"]
-authorization:
-  global_users: ["%s"]
-agents:
-  helper:
-    username: %s
-    rooms: [secret]
-    tools: [room_info]
-tool_approval:
+	setup := e.secretRoomSetup(llm, alice)
+	setup.AgentYAML = "    tools: [room_info]\n"
+	setup.Extra = `tool_approval:
   rules:
     - tools: [room_info]
       action: require_approval
-`, llm.URL, e.localpart("secret"), alice.UserID, alice.UserID, e.localpart("helper")))
+`
+	cfg := e.configAgents(setup)
 	rec := &events{}
 	l := &approvalLog{rec: rec}
 	r := e.start(cfg, rec, Options{Registry: func(s hooks.Services) (*hooks.Registry, error) {

@@ -28,30 +28,13 @@ func newAttachEnv(t *testing.T, vision bool, extra ...hooks.Hook) *turnEnv {
 	e := &turnEnv{testEnv: newEnv(t), llm: llmtest.NewServer(t), rec: &events{}}
 	e.person = e.hs.RegisterUser(t, "alice")
 	e.room = createRoom(t, e.person, e.userID("router"), e.userID("seer"))
-	e.cfg = fmt.Sprintf(`models:
-  agent:
-    provider: openai
-    base_url: %s
-    model: agent-model
-    vision: %v
-rooms:
-  main:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
-agents:
-  seer:
-    username: %s
-    model: agent
-    rooms: [main]
-`, e.llm.URL, vision, e.room, e.person.UserID, e.localpart("seer"))
-	hs := append(e.terminalHooks(), extra...)
-	e.bot = e.start(e.config(e.cfg), e.rec, Options{
-		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
-		Registry: func(s hooks.Services) (*hooks.Registry, error) {
-			return hooks.NewRegistry([]hooks.Plugin{e.rec.plugin(), {Name: "test", Hooks: hs}}, hooks.Options{Services: s})
-		},
-	})
+	e.cfg = agentSetup{
+		LLM: e.llm.URL, Model: "agent-model", ModelYAML: fmt.Sprintf("    vision: %v\n", vision),
+		Room: e.room, Admins: []id.UserID{e.person.UserID},
+		Agents: []string{"seer"}, AgentYAML: "    model: agent\n",
+	}.body(e.testEnv)
+	e.opts = e.turnOptions(extra...)
+	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
 	return e
 }
 
@@ -73,14 +56,7 @@ func (e *turnEnv) sendFile(msgtype event.MessageType, uri id.ContentURI, name, m
 	if caption != "" {
 		content.Body, content.FileName = caption, name
 	}
-	if thread != "" {
-		content.RelatesTo = (&event.RelatesTo{}).SetThread(thread, thread)
-	}
-	resp, err := e.person.Client.SendMessageEvent(context.Background(), e.room, event.EventMessage, content)
-	if err != nil {
-		e.t.Fatalf("send: %v", err)
-	}
-	return resp.EventID
+	return e.send(content, thread)
 }
 
 // visionNotices waits until the thread rooted at root shows reply (an

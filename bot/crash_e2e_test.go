@@ -231,31 +231,15 @@ func newCrashEnv(t *testing.T, nRooms int, databaseYAML string) *crashEnv {
 	e := newEnv(t)
 	c := &crashEnv{env: e, llm: llmtest.NewServer(t), person: e.hs.RegisterUser(t, "alice"),
 		helper: e.userID("helper"), router: e.userID("router"), log: filepath.Join(e.dir, "hookroom.log")}
-	var body strings.Builder
-	body.WriteString("rooms:\n")
-	var names []string
-	for i := range nRooms {
-		r := createRoom(t, c.person, c.router, c.helper)
-		c.rooms = append(c.rooms, r)
-		fmt.Fprintf(&body, "  r%d:\n    id: \"%s\"\n", i, r)
-		names = append(names, fmt.Sprintf("r%d", i))
+	for range nRooms {
+		c.rooms = append(c.rooms, createRoom(t, c.person, c.router, c.helper))
 	}
-	fmt.Fprintf(&body, `models:
-  default:
-    provider: echo
-  agent:
-    provider: openai
-    base_url: %s
-    model: agent-model
-agents:
-  helper:
-    username: %s
-    model: agent
-    rooms: [%s]
-authorization:
-  global_users: ["%s"]
-%s`, c.llm.URL, e.localpart("helper"), strings.Join(names, ", "), c.person.UserID, databaseYAML)
-	cfg := e.config(body.String())
+	rooms, names := roomsByID("r", c.rooms)
+	cfg := e.configAgents(agentSetup{
+		LLM: c.llm.URL, Model: "agent-model", Models: "  default:\n    provider: echo\n",
+		Rooms: rooms, AgentRooms: names, Admins: []id.UserID{c.person.UserID},
+		AgentYAML: "    model: agent\n", Extra: databaseYAML,
+	})
 	// Set up accounts and rooms once, directly on the homeserver.
 	e.start(cfg, &events{}, Options{}).stop(t)
 

@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio/hstest"
-	"github.com/hookroom/hookroom/tracking"
 )
 
 // withCrypto gives u's client end-to-end encryption (mautrix's crypto on a
@@ -24,13 +22,8 @@ import (
 func withCrypto(tb testing.TB, u *hstest.User) {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := tracking.OpenSQLite(ctx, filepath.Join(tb.TempDir(), "crypto.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = db.Close() })
 	u.Client.Syncer = mautrix.NewDefaultSyncer()
-	helper, err := cryptohelper.NewCryptoHelper(u.Client, []byte("test pickle key"), db)
+	helper, err := cryptohelper.NewCryptoHelper(u.Client, []byte("test pickle key"), tempSQLite(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,23 +63,8 @@ func BenchmarkEncryptedTurnLatency(b *testing.B) {
 	ctx := context.Background()
 	plain := createRoom(b, alice, e.userID("router"), e.userID("helper"))
 	secret := createEncryptedRoom(b, alice, e.userID("router"), e.userID("helper"))
-	cfg := e.config(fmt.Sprintf(`models:
-  agent:
-    provider: openai
-    base_url: %s
-    model: m
-rooms:
-  plain:
-    id: "%s"
-  secret:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
-agents:
-  helper:
-    username: %s
-    rooms: [plain, secret]
-`, llm.URL, plain, secret, alice.UserID, e.localpart("helper")))
+	cfg := e.configAgents(agentSetup{LLM: llm.URL, Rooms: fmt.Sprintf("  plain:\n    id: %q\n  secret:\n    id: %q\n", plain, secret),
+		AgentRooms: "plain, secret", Admins: []id.UserID{alice.UserID}})
 	var rec events
 	e.start(cfg, &rec, Options{Registry: func(s hooks.Services) (*hooks.Registry, error) {
 		return hooks.NewRegistry([]hooks.Plugin{rec.plugin()}, hooks.Options{Services: s})

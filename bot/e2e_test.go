@@ -233,14 +233,11 @@ func TestInboxExactlyOnce(t *testing.T) {
 			owner := e.hs.RegisterUser(t, "owner")
 			router := e.userID("router")
 			var rooms []id.RoomID
-			var roomsYAML strings.Builder
-			roomsYAML.WriteString("rooms:\n")
-			for i := range 5 {
-				r := createRoom(t, owner, router)
-				rooms = append(rooms, r)
-				fmt.Fprintf(&roomsYAML, "  r%d:\n    id: \"%s\"\n", i, r)
+			for range 5 {
+				rooms = append(rooms, createRoom(t, owner, router))
 			}
-			cfg := e.config(roomsYAML.String() + fmt.Sprintf("authorization:\n  global_users: [\"%s\"]\n", owner.UserID))
+			entries, _ := roomsByID("r", rooms)
+			cfg := e.config("rooms:\n" + entries + fmt.Sprintf("authorization:\n  global_users: [\"%s\"]\n", owner.UserID))
 			var rec events
 			r := e.start(cfg, &rec, Options{})
 			r.stop(t)
@@ -250,20 +247,13 @@ func TestInboxExactlyOnce(t *testing.T) {
 			var mu sync.Mutex
 			var wg sync.WaitGroup
 			for _, room := range rooms {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range 100 {
-						resp, err := owner.Client.SendText(context.Background(), room, fmt.Sprintf("message %d", i))
-						if err != nil {
-							t.Errorf("send: %v", err)
-							return
-						}
+				wg.Go(func() {
+					sendTexts(t, owner, room, 100, func(i int) string { return fmt.Sprintf("message %d", i) }, func(ev id.EventID) {
 						mu.Lock()
-						sent[resp.EventID] = true
+						sent[ev] = true
 						mu.Unlock()
-					}
-				}()
+					})
+				})
 			}
 			wg.Wait()
 

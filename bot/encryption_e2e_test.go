@@ -27,22 +27,19 @@ import (
 // and invites alice to; matrixExtra is added to the matrix section.
 func (e *testEnv) secretRoomConfig(llm *llmtest.Server, alice *hstest.User, matrixExtra string) *config.Config {
 	e.t.Helper()
-	return e.config(fmt.Sprintf(`%smodels:
-  agent:
-    provider: openai
-    base_url: %s
-    model: m
-rooms:
-  secret:
-    alias: %s
-    invite: ["%s"]
-authorization:
-  global_users: ["%s"]
-agents:
-  helper:
-    username: %s
-    rooms: [secret]
-`, matrixExtra, llm.URL, e.localpart("secret"), alice.UserID, alice.UserID, e.localpart("helper")))
+	return e.config(matrixExtra + e.secretRoomSetup(llm, alice).body(e))
+}
+
+// secretRoomSetup is the agentSetup of secretRoomConfig: agent "helper" on
+// llm in room "secret", which hookroom creates and invites alice (the
+// administrator) to.
+func (e *testEnv) secretRoomSetup(llm *llmtest.Server, alice *hstest.User) agentSetup {
+	return agentSetup{
+		LLM:        llm.URL,
+		Rooms:      fmt.Sprintf("  secret:\n    alias: %s\n    invite: [%q]\n", e.localpart("secret"), alice.UserID),
+		AgentRooms: "secret",
+		Admins:     []id.UserID{alice.UserID},
+	}
 }
 
 // joinEncrypted starts an independent client of kind for u that accepts
@@ -292,21 +289,8 @@ func TestLateKeyIsRequestedAndMessageAnswered(t *testing.T) {
 	ctx := context.Background()
 	helper := e.userID("helper")
 	room := createEncryptedRoom(t, alice, e.userID("router"), helper)
-	cfg := e.config(fmt.Sprintf(`models:
-  agent:
-    provider: openai
-    base_url: %s
-    model: m
-rooms:
-  secret:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
-agents:
-  helper:
-    username: %s
-    rooms: [secret]
-`, llm.URL, room, alice.UserID, e.localpart("helper")))
+	cfg := e.configAgents(agentSetup{LLM: llm.URL, Rooms: fmt.Sprintf("  secret:\n    id: %q\n", room), AgentRooms: "secret",
+		Admins: []id.UserID{alice.UserID}})
 	var rec events
 	e.start(cfg, &rec, Options{})
 	in := arrivalsKeepSyncer(t, alice)

@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
-	"github.com/hookroom/hookroom/config"
 )
 
 // Process plugins that crash on every call, hang, print garbage, flood
@@ -35,18 +33,7 @@ func TestFaultyProcessPluginsDoNotStopTurns(t *testing.T) {
 	e.person = e.hs.RegisterUser(t, "alice")
 	e.room = createRoom(t, e.person, e.userID("router"), e.userID("helper"))
 	e.cfg = e.body(plugins.String(), "")
-	cfg := e.config(e.cfg)
-	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &e.logs)).Level(zerolog.InfoLevel).With().Timestamp().Logger()
-	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
-	b, err := New(ctx, cfg, Options{ConfigOptions: []config.Option{config.WithLookupEnv(e.lookup)}})
-	if err != nil {
-		cancel()
-		t.Fatalf("New: %v", err)
-	}
-	r := &running{bot: b, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- b.Run(ctx) }()
-	t.Cleanup(func() { r.stop(t) })
-	e.bot = r
+	e.bot = e.run(e.config(e.cfg), Options{ConfigOptions: e.configOptions()}, e.testLog(zerolog.InfoLevel))
 	e.waitLog("account caught up", 2)
 
 	for turn := 1; turn <= 3; turn++ {

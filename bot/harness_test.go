@@ -1,11 +1,13 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -139,11 +141,11 @@ func (e *testEnv) userID(name string) id.UserID {
 	return id.NewUserID(e.localpart(name), e.hs.ServerName)
 }
 
-// config writes config.yaml with body (the agents/rooms/authorization
-// sections) below a matrix section for the shared homeserver.
-func (e *testEnv) config(body string) *config.Config {
-	e.t.Helper()
-	text := fmt.Sprintf(`data_dir: ./data
+// configHead is the start of every config.yaml that config writes: data
+// and log settings and a matrix section for the shared homeserver, with
+// the registration secret as ${HS_SECRET}.
+func (e *testEnv) configHead() string {
+	return fmt.Sprintf(`data_dir: ./data
 log:
   level: debug
 matrix:
@@ -153,7 +155,14 @@ matrix:
     shared_secret: ${HS_SECRET}
   router:
     username: %s
-%s`, e.hs.URL, e.hs.ServerName, e.localpart("router"), body)
+`, e.hs.URL, e.hs.ServerName, e.localpart("router"))
+}
+
+// config writes config.yaml with body (the agents/rooms/authorization
+// sections) below configHead and loads it with configOptions.
+func (e *testEnv) config(body string) *config.Config {
+	e.t.Helper()
+	text := e.configHead() + body
 	if !strings.Contains(body, "models:") {
 		text += "models:\n  default:\n    provider: echo\n"
 	}
@@ -162,16 +171,117 @@ matrix:
 		e.t.Fatal(err)
 	}
 	e.yaml = path
-	cfg, err := config.Load(context.Background(), path, config.WithLookupEnv(func(k string) (string, bool) {
-		if k == "HS_SECRET" {
-			return e.hs.Secret, true
-		}
-		return "", false
-	}))
+	cfg, err := config.Load(context.Background(), path, e.configOptions()...)
 	if err != nil {
 		e.t.Fatalf("config: %v", err)
 	}
 	return cfg
+}
+
+// configOptions are the options config loads config.yaml with: ${HS_SECRET}
+// is the shared homeserver's registration secret. A bot that reloads its
+// configuration gets them as Options.ConfigOptions.
+func (e *testEnv) configOptions() []config.Option {
+	return []config.Option{withHSSecret(e.hs.Secret)}
+}
+
+// withHSSecret is a config.Option that gives ${HS_SECRET} the value secret
+// and leaves every other variable unset.
+func withHSSecret(secret string) config.Option {
+	return config.WithLookupEnv(func(k string) (string, bool) {
+		if k == "HS_SECRET" {
+			return secret, true
+		}
+		return "", false
+	})
+}
+
+// agentSetup is the config.yaml body most end-to-end tests share: model
+// "agent" (provider openai unless Provider says otherwise) on a scripted
+// server, rooms, the users authorised everywhere
+// (authorization.global_users) and agents in those rooms. body renders it
+// for config.
+type agentSetup struct {
+	LLM       string // base_url of model "agent"
+	Provider  string // provider of model "agent"; "openai" when empty
+	Model     string // the model's name at the server; "m" when empty
+	ModelYAML string // more settings of model "agent", four spaces in
+	Models    string // more entries of the models section, two spaces in
+
+	Room  id.RoomID // the one room, "main", when Rooms is empty
+	Rooms string    // the entries of the rooms section, two spaces in
+	// AgentRooms lists the rooms the agents are in; "main" when empty.
+	AgentRooms string
+	Admins     []id.UserID // authorization.global_users
+	// Top follows authorization.global_users: more authorization settings
+	// (two spaces in), then more top-level sections.
+	Top string
+
+	Agents    []string // the agents' names (and localparts); "helper" when empty
+	AgentYAML string   // more settings of every agent, four spaces in
+	// Extra follows the last agent: more agents (two spaces in) and more
+	// sections (http, plugins, tool_approval...).
+	Extra string
+}
+
+// body renders s for e.config, agents' usernames made unique with
+// e.localpart.
+func (s agentSetup) body(e *testEnv) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "models:\n  agent:\n    provider: %s\n    base_url: %s\n    model: %s\n%s%s",
+		cmp.Or(s.Provider, "openai"), s.LLM, cmp.Or(s.Model, "m"), s.ModelYAML, s.Models)
+	rooms := s.Rooms
+	if rooms == "" {
+		rooms = fmt.Sprintf("  main:\n    id: %q\n", s.Room)
+	}
+	admins := make([]string, len(s.Admins))
+	for i, u := range s.Admins {
+		admins[i] = strconv.Quote(string(u))
+	}
+	fmt.Fprintf(&b, "rooms:\n%sauthorization:\n  global_users: [%s]\n%sagents:\n", rooms, strings.Join(admins, ", "), s.Top)
+	agents := s.Agents
+	if len(agents) == 0 {
+		agents = []string{"helper"}
+	}
+	for _, a := range agents {
+		fmt.Fprintf(&b, "  %s:\n    username: %s\n    rooms: [%s]\n%s", a, e.localpart(a), cmp.Or(s.AgentRooms, "main"), s.AgentYAML)
+	}
+	b.WriteString(s.Extra)
+	return b.String()
+}
+
+// configAgents is config for the body of s.
+func (e *testEnv) configAgents(s agentSetup) *config.Config {
+	e.t.Helper()
+	return e.config(s.body(e))
+}
+
+// sendTexts sends n text messages from u into room, text(i) the i-th, one
+// after the other, and calls sent with each one's event ID. It reports a
+// failed send with t.Errorf and sends no more.
+func sendTexts(t testing.TB, u *hstest.User, room id.RoomID, n int, text func(i int) string, sent func(id.EventID)) {
+	t.Helper()
+	for i := range n {
+		resp, err := u.Client.SendText(context.Background(), room, text(i))
+		if err != nil {
+			t.Errorf("send: %v", err)
+			return
+		}
+		sent(resp.EventID)
+	}
+}
+
+// roomsByID renders rooms as entries of a rooms section (two spaces in),
+// named prefix0, prefix1..., by ID; names is the list of those names for
+// a YAML flow sequence ("r0, r1").
+func roomsByID(prefix string, rooms []id.RoomID) (entries, names string) {
+	var b strings.Builder
+	keys := make([]string, len(rooms))
+	for i, r := range rooms {
+		keys[i] = fmt.Sprintf("%s%d", prefix, i)
+		fmt.Fprintf(&b, "  %s:\n    id: %q\n", keys[i], r)
+	}
+	return b.String(), strings.Join(keys, ", ")
 }
 
 // running is a bot started by start.
@@ -200,7 +310,17 @@ func (e *testEnv) startWithin(cfg *config.Config, rec *events, opts Options, tim
 	if e.logs != nil {
 		out = zerolog.MultiLevelWriter(out, e.logs)
 	}
-	log := zerolog.New(out).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	before := len(rec.list("ready:"))
+	r := e.run(cfg, opts, zerolog.New(out).Level(zerolog.InfoLevel))
+	rec.waitFor(e.t, "ready:", before+1+len(cfg.Agents), timeout)
+	return r
+}
+
+// run creates a bot for cfg that logs to log (with timestamps), runs it
+// until the test ends, and returns at once.
+func (e *testEnv) run(cfg *config.Config, opts Options, log zerolog.Logger) *running {
+	e.t.Helper()
+	log = log.With().Timestamp().Logger()
 	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
 	b, err := New(ctx, cfg, opts)
 	if err != nil {
@@ -208,10 +328,8 @@ func (e *testEnv) startWithin(cfg *config.Config, rec *events, opts Options, tim
 		e.t.Fatalf("New: %v", err)
 	}
 	r := &running{bot: b, cancel: cancel, done: make(chan error, 1)}
-	before := len(rec.list("ready:"))
 	go func() { r.done <- b.Run(ctx) }()
 	e.t.Cleanup(func() { r.stop(e.t) })
-	rec.waitFor(e.t, "ready:", before+1+len(cfg.Agents), timeout)
 	return r
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
-	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 	"github.com/hookroom/hookroom/tracking"
@@ -62,19 +61,7 @@ authorization:
   default_room_access: false
 `, e.llm.URL, e.localpart("helper"), e.person.UserID)
 	cfg := e.config(e.cfg)
-	terminal := e.terminalHooks()
-	opts := Options{
-		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
-		ConfigOptions: []config.Option{config.WithLookupEnv(func(k string) (string, bool) {
-			if k == "HS_SECRET" {
-				return e.hs.Secret, true
-			}
-			return "", false
-		})},
-		Registry: func(s hooks.Services) (*hooks.Registry, error) {
-			return hooks.NewRegistry([]hooks.Plugin{e.rec.plugin(), {Name: "test", Hooks: terminal}}, hooks.Options{Services: s})
-		},
-	}
+	opts := e.turnOptions()
 	e.bot = e.start(cfg, e.rec, opts)
 	return e, cfg, opts
 }

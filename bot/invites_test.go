@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -34,12 +33,7 @@ func offlineBot(t *testing.T, yaml string, rows ...tracking.InvitedRoom) *Bot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := tracking.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "hookroom.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	b := &Bot{track: tracking.New(db)}
+	b := &Bot{track: tracking.New(tempSQLite(t))}
 	if err := b.track.Upgrade(context.Background()); err != nil {
 		t.Fatal(err)
 	}

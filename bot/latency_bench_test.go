@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,17 +20,10 @@ import (
 // arrivals runs u's sync loop and reports every message event that
 // arrives, by sender.
 func arrivals(tb testing.TB, u *hstest.User) <-chan *event.Event {
-	ch := make(chan *event.Event, 1024)
 	syncer := mautrix.NewDefaultSyncer()
 	syncer.FilterJSON = &mautrix.Filter{Room: &mautrix.RoomFilter{Timeline: &mautrix.FilterPart{Limit: 1000}}}
-	syncer.OnEventType(event.EventMessage, func(_ context.Context, ev *event.Event) { ch <- ev })
 	u.Client.Syncer = syncer
-	u.Client.Store = mautrix.NewMemorySyncStore()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = u.Client.SyncWithContext(ctx) }()
-	tb.Cleanup(func() { cancel(); <-done })
-	return ch
+	return arrivalsKeepSyncer(tb, u)
 }
 
 // waitFrom returns when a message from sender arrives.
@@ -75,7 +67,7 @@ func benchTurnLatency(b *testing.B, people, turnsEach int) {
 	observer := e.hs.RegisterUser(b, "observer")
 	var persons []*hstest.User
 	var rooms []id.RoomID
-	var cfgRooms, keys, users strings.Builder
+	var admins []id.UserID
 	for i := range people {
 		p := e.hs.RegisterUser(b, fmt.Sprintf("person%d", i))
 		room := createRoom(b, p, e.userID("router"), e.userID("helper"), observer.UserID)
@@ -83,23 +75,10 @@ func benchTurnLatency(b *testing.B, people, turnsEach int) {
 			b.Fatal(err)
 		}
 		persons, rooms = append(persons, p), append(rooms, room)
-		fmt.Fprintf(&cfgRooms, "  main%d:\n    id: \"%s\"\n", i, room)
-		fmt.Fprintf(&keys, "main%d, ", i)
-		fmt.Fprintf(&users, "\"%s\", ", p.UserID)
+		admins = append(admins, p.UserID)
 	}
-	cfg := e.config(fmt.Sprintf(`models:
-  agent:
-    provider: openai
-    base_url: %s
-    model: m
-rooms:
-%sauthorization:
-  global_users: [%s]
-agents:
-  helper:
-    username: %s
-    rooms: [%s]
-`, llm.URL, cfgRooms.String(), strings.TrimSuffix(users.String(), ", "), e.localpart("helper"), strings.TrimSuffix(keys.String(), ", ")))
+	entries, names := roomsByID("main", rooms)
+	cfg := e.configAgents(agentSetup{LLM: llm.URL, Rooms: entries, AgentRooms: names, Admins: admins})
 	var rec events
 	e.start(cfg, &rec, Options{Registry: func(s hooks.Services) (*hooks.Registry, error) {
 		return hooks.NewRegistry([]hooks.Plugin{rec.plugin()}, hooks.Options{Services: s})

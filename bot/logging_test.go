@@ -126,6 +126,9 @@ func reloadLogBot(t *testing.T, body string) (b *Bot, ctx context.Context, path 
 	return b, ctx, path, logs
 }
 
+// reloadConfig is a config.yaml for a homeserver that is never reached,
+// with the echo model and the context_info plugin; extra follows the
+// plugin's line (more of its settings, more plugins).
 func reloadConfig(extra string) string {
 	return `matrix:
   homeserver: http://127.0.0.1:9

@@ -30,21 +30,6 @@ func filesServerYAML(t *testing.T, name, dir, extra string) string {
 	return "  " + name + ":\n    command: /bin/sh\n    args: " + string(args) + "\n    sandbox: {read_only: " + string(ro) + "}\n" + extra
 }
 
-// toolMessages returns the tool results the model was sent in request i.
-func toolMessages(e *turnEnv, i int) []string {
-	var out []string
-	reqs := e.llm.Requests()
-	if i >= len(reqs) {
-		return nil
-	}
-	for _, m := range reqs[i].Body.Messages {
-		if m.Role == "tool" {
-			out = append(out, string(m.Content))
-		}
-	}
-	return out
-}
-
 // An agent calls read_file of the reference filesystem server (a real
 // third-party MCP server from npm) and answers with the file's content;
 // the call passes the tool hooks. The server is then killed

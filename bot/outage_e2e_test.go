@@ -11,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
-	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
@@ -95,9 +93,7 @@ func outage(t *testing.T, limit, nRooms, messages int) {
 	}
 	helper := e.userID("helper")
 	var rooms []id.RoomID
-	var body strings.Builder
-	body.WriteString("rooms:\n")
-	for i := range nRooms {
+	for range nRooms {
 		r := createRoom(t, people[0], e.userID("router"), helper)
 		for _, u := range people[1:] {
 			if _, err := u.Client.JoinRoomByID(context.Background(), r); err != nil {
@@ -105,15 +101,10 @@ func outage(t *testing.T, limit, nRooms, messages int) {
 			}
 		}
 		rooms = append(rooms, r)
-		fmt.Fprintf(&body, "  r%d:\n    id: \"%s\"\n", i, r)
 	}
-	var roomNames []string
-	for i := range nRooms {
-		roomNames = append(roomNames, fmt.Sprintf("r%d", i))
-	}
-	fmt.Fprintf(&body, "agents:\n  helper:\n    username: %s\n    model: default\n    rooms: [%s]\n", e.localpart("helper"), strings.Join(roomNames, ", "))
-	fmt.Fprintf(&body, "authorization:\n  global_users: [%s]\n", strings.Join(userIDs, ", "))
-	cfg := e.config(body.String())
+	entries, roomNames := roomsByID("r", rooms)
+	cfg := e.config(fmt.Sprintf("rooms:\n%sagents:\n  helper:\n    username: %s\n    model: default\n    rooms: [%s]\nauthorization:\n  global_users: [%s]\n",
+		entries, e.localpart("helper"), roomNames, strings.Join(userIDs, ", ")))
 	if limit > 0 {
 		cfg.Matrix.SyncTimelineLimit = limit
 	}
@@ -141,7 +132,8 @@ func outage(t *testing.T, limit, nRooms, messages int) {
 		}}}, hooks.Options{Services: s})
 	}}
 	var log lockedLog
-	e.startLogged(cfg, rec, opts, &log).stop(t)
+	e.logs = &log // hookroom's log (info and above)
+	e.startWithin(cfg, rec, opts, 120*time.Second).stop(t)
 
 	// The persons' view starts here: their syncs later show every reply.
 	since := make([]string, nRooms)
@@ -157,16 +149,11 @@ func outage(t *testing.T, limit, nRooms, messages int) {
 	for p, u := range people {
 		for _, r := range rooms {
 			wg.Go(func() {
-				for i := range each {
-					resp, err := u.Client.SendText(context.Background(), r, fmt.Sprintf("@helper person %d says %d", p, i))
-					if err != nil {
-						t.Errorf("send: %v", err)
-						return
-					}
+				sendTexts(t, u, r, each, func(i int) string { return fmt.Sprintf("@helper person %d says %d", p, i) }, func(ev id.EventID) {
 					mu.Lock()
-					sent[resp.EventID] = r
+					sent[ev] = r
 					mu.Unlock()
-				}
+				})
 			})
 		}
 	}
@@ -177,7 +164,7 @@ func outage(t *testing.T, limit, nRooms, messages int) {
 	sendTime := time.Since(began)
 
 	began = time.Now()
-	second := e.startLogged(cfg, rec, opts, &log)
+	second := e.startWithin(cfg, rec, opts, 120*time.Second)
 	// Wait for as many answers as messages were sent, then stop hookroom:
 	// after an orderly stop no further answer can come, so the counts
 	// below are final (a message answered twice shows as another one
@@ -265,25 +252,6 @@ func outage(t *testing.T, limit, nRooms, messages int) {
 	}
 	t.Logf("%d messages by %d people in %d rooms (limit %d): sent in %v, all answered %v after the restart",
 		len(sent), nPeople, nRooms, cfg.Matrix.SyncTimelineLimit, sendTime.Round(time.Millisecond), answerTime.Round(time.Millisecond))
-}
-
-// startLogged is start with hookroom's log (info and above) also written
-// to w.
-func (e *testEnv) startLogged(cfg *config.Config, rec *events, opts Options, w *lockedLog) *running {
-	e.t.Helper()
-	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(e.t), w)).Level(zerolog.InfoLevel).With().Timestamp().Logger()
-	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
-	b, err := New(ctx, cfg, opts)
-	if err != nil {
-		cancel()
-		e.t.Fatalf("New: %v", err)
-	}
-	r := &running{bot: b, cancel: cancel, done: make(chan error, 1)}
-	before := len(rec.list("ready:"))
-	go func() { r.done <- b.Run(ctx) }()
-	e.t.Cleanup(func() { r.stop(e.t) })
-	rec.waitFor(e.t, "ready:", before+1+len(cfg.Agents), 120*time.Second)
-	return r
 }
 
 // roomFilter is an inline sync filter for one room's timeline, up to

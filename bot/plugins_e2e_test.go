@@ -2,7 +2,6 @@ package bot
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -17,7 +16,6 @@ import (
 	"github.com/hookroom/hookroom/admin"
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
-	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/metrics/metricstest"
 )
 
@@ -69,17 +67,7 @@ func TestProcessPluginsOnRealTurns(t *testing.T) {
 	e.room = createRoom(t, e.person, e.userID("router"), e.userID("helper"))
 	e.cfg = e.body("plugins:\n  - ./plugins/pyall\n  - ./plugins/goall\n", "    tools: [room_info, current_time]\n") + httpYAML
 	cfg := e.config(e.cfg)
-	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &e.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
-	b, err := New(ctx, cfg, Options{ConfigOptions: []config.Option{config.WithLookupEnv(e.lookup)}})
-	if err != nil {
-		cancel()
-		t.Fatalf("New: %v", err)
-	}
-	r := &running{bot: b, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- b.Run(ctx) }()
-	t.Cleanup(func() { r.stop(t) })
-	e.bot = r
+	e.bot = e.run(cfg, Options{ConfigOptions: e.configOptions()}, e.testLog(zerolog.DebugLevel))
 	e.waitLog("account caught up", 2) // router and helper: their first sync is done
 
 	e.llm.Script(
@@ -121,18 +109,13 @@ func TestProcessPluginsOnRealTurns(t *testing.T) {
 	if got, want := toolResult(reqs[1]), agents.DeclinedResult("room_info", "python says no"); got != want {
 		t.Errorf("after the first call the model saw %q, want %q", got, want)
 	}
-	var lastTool string
-	for _, m := range reqs[2].Body.Messages {
-		if m.Role == "tool" {
-			lastTool = string(m.Content)
-		}
-	}
+	lastTool := lastToolMessage(e.turnEnv, 2)
 	if want := agents.DeclinedResult("current_time", "go says no"); lastTool != want {
 		t.Errorf("after the second call the model saw %q, want %q", lastTool, want)
 	}
 
 	// The admin API and the metrics see both processes running.
-	base := "http://" + b.HTTPAddr()
+	base := "http://" + e.bot.bot.HTTPAddr()
 	code, body, _ := call(t, "GET", base+"/api/v1/plugins", testAdminToken)
 	var listed []admin.Plugin
 	if err := json.Unmarshal(body, &listed); code != 200 || err != nil {

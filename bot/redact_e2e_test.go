@@ -126,32 +126,47 @@ func (e *turnEnv) redacted(evID id.EventID) bool {
 	return err == nil && ev.Unsigned.RedactedBecause != nil
 }
 
+// holdFirst is a message:received hook that holds the room's queue at the
+// message "first" until release is closed (or the turn's context ends);
+// entered is closed when it first gets there.
+func holdFirst() (gate hooks.Hook, entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	gate = hooks.Handle(hooks.MessageReceived, "gate", func(ctx context.Context, c *hooks.MessageReceivedContext) error {
+		if c.Envelope.Body == "first" {
+			once.Do(func() { close(entered) })
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
+	return gate, entered, release
+}
+
+// waitEntered waits up to 30 s for holdFirst's entered.
+func waitEntered(t *testing.T, entered <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first message never reached message:received")
+	}
+}
+
 // A message redacted before its turn started is never answered and never
 // reaches the model or the history; the inbox keeps its row, not its text.
 func TestRedactedBeforeTheTurn(t *testing.T) {
 	t.Run("queued in the room's dispatcher", func(t *testing.T) {
 		// message:received of the first message holds the room's queue
 		// until the second message and its redaction are recorded.
-		entered, release := make(chan struct{}), make(chan struct{})
+		gate, entered, release := holdFirst()
 		var seen bodies
-		gate := hooks.Handle(hooks.MessageReceived, "gate", func(ctx context.Context, c *hooks.MessageReceivedContext) error {
-			if c.Envelope.Body == "first" {
-				close(entered)
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			}
-			return nil
-		})
 		e := newTurnEnv(t, []string{"helper"}, "", gate, seen.hook())
 		e.llm.Script(llmtest.Text("answer one"), llmtest.Text("answer three"))
 		e.say("first", "")
-		select {
-		case <-entered:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the first message never reached message:received")
-		}
+		waitEntered(t, entered)
 		q2 := e.say("second: "+secret, "")
 		red := e.redact(q2)
 		e.waitUntil("the redaction is recorded", func() bool { return e.pending(red) })
@@ -184,27 +199,12 @@ func TestRedactedBeforeTheTurn(t *testing.T) {
 		// The room's queue is held as above; the bot stops with the
 		// redacted message still unhandled in the inbox, and its next run
 		// replays it without the note the first run kept in memory.
-		entered, release := make(chan struct{}), make(chan struct{})
-		var once sync.Once
+		gate, entered, release := holdFirst()
 		var seen bodies
-		gate := hooks.Handle(hooks.MessageReceived, "gate", func(ctx context.Context, c *hooks.MessageReceivedContext) error {
-			if c.Envelope.Body == "first" {
-				once.Do(func() { close(entered) })
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			}
-			return nil
-		})
 		e := newTurnEnv(t, []string{"helper"}, "", gate, seen.hook())
 		e.llm.Script(llmtest.Text("answer one"), llmtest.Text("answer three"))
 		q1 := e.say("first", "")
-		select {
-		case <-entered:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the first message never reached message:received")
-		}
+		waitEntered(t, entered)
 		q2 := e.say("second: "+secret, "")
 		red := e.redact(q2)
 		e.waitUntil("the redaction is recorded", func() bool { return e.pending(red) })

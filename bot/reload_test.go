@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
@@ -33,47 +34,22 @@ func newReloadEnv(t *testing.T, plugins string) *reloadEnv {
 	e.person = e.hs.RegisterUser(t, "alice")
 	e.room = createRoom(t, e.person, e.userID("router"), e.userID("helper"))
 	e.cfg = e.body(plugins, "")
-	cfg := e.config(e.cfg)
-	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &e.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
-	b, err := New(ctx, cfg, Options{Watch: true, ConfigOptions: []config.Option{config.WithLookupEnv(e.lookup)},
-		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond})
-	if err != nil {
-		cancel()
-		t.Fatalf("New: %v", err)
-	}
-	r := &running{bot: b, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- b.Run(ctx) }()
-	t.Cleanup(func() { r.stop(t) })
-	e.bot = r
+	e.bot = e.run(e.config(e.cfg), Options{Watch: true, ConfigOptions: e.configOptions(),
+		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond}, e.testLog(zerolog.DebugLevel))
 	e.waitLog("account caught up", 2) // router and helper: their first sync is done
 	return e
 }
 
-func (e *reloadEnv) lookup(k string) (string, bool) {
-	if k == "HS_SECRET" {
-		return e.hs.Secret, true
-	}
-	return "", false
+// testLog is a logger at level that writes to the test's log and to e.logs.
+func (e *reloadEnv) testLog(level zerolog.Level) zerolog.Logger {
+	return zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(e.t), &e.logs)).Level(level)
 }
 
-// body is the config body with the given plugins section and extra agents.
+// body is the config body with the given plugins section and extra agents
+// (or settings of agent helper, four spaces in).
 func (e *reloadEnv) body(plugins, extraAgents string) string {
-	return fmt.Sprintf(`models:
-  agent:
-    provider: openai
-    base_url: %s
-    model: agent-model
-rooms:
-  main:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
-agents:
-  helper:
-    username: %s
-    rooms: [main]
-%s%s`, e.llm.URL, e.room, e.person.UserID, e.localpart("helper"), extraAgents, plugins)
+	return agentSetup{LLM: e.llm.URL, Model: "agent-model", Room: e.room, Admins: []id.UserID{e.person.UserID},
+		Extra: extraAgents + plugins}.body(e.testEnv)
 }
 
 // rewrite replaces config.yaml the way editors do: write a temporary file,
@@ -207,21 +183,13 @@ func BenchmarkReload(b *testing.B) {
 	dir := b.TempDir()
 	path := filepath.Join(dir, "config.yaml")
 	write := func(priority int) {
-		body := fmt.Sprintf(`matrix:
-  homeserver: http://127.0.0.1:9
-  server_name: localhost
-models:
-  default:
-    provider: echo
-plugins:
-  - builtin: context_info
-    hooks:
+		body := reloadConfig(fmt.Sprintf(`    hooks:
       datetime:
         priority: %d
   - builtin: tool_guard
     settings:
       blocked_tools: [shell]
-`, priority)
+`, priority))
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
 			b.Fatal(err)

@@ -471,12 +471,7 @@ func TestAgentScheduleTool(t *testing.T) {
 		t.Fatalf("terminal %v", got)
 	}
 	reqs := e.llm.Requests()
-	var toolResult string
-	for _, m := range reqs[1].Body.Messages {
-		if m.Role == "tool" {
-			toolResult = string(m.Content)
-		}
-	}
+	toolResult := lastToolMessage(e, 1)
 	if !strings.Contains(toolResult, `"id":"`) || !strings.Contains(toolResult, `"next_run":"`) {
 		t.Errorf("the tool answered %s", toolResult)
 	}

@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,18 +9,13 @@ import (
 
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/schedule"
-	"github.com/hookroom/hookroom/tracking"
 )
 
 // !schedule, !schedules and !unschedule answer without a homeserver: what
 // they store and what they tell the person.
 func TestScheduleCommands(t *testing.T) {
 	ctx := t.Context()
-	db, err := tracking.OpenSQLite(ctx, filepath.Join(t.TempDir(), "hookroom.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := tempSQLite(t)
 	store := schedule.NewStore(db)
 	if err := store.Upgrade(ctx); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"maunium.net/go/mautrix/id"
+
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
 )
@@ -30,23 +32,8 @@ func BenchmarkScrapeDuringTurns(b *testing.B) {
 			WithChunkDelay(20*time.Millisecond).WithUsage(500, 12))})
 	person := e.hs.RegisterUser(b, "alice")
 	room := createRoom(b, person, e.userID("router"), e.userID("helper"))
-	cfg := e.config(fmt.Sprintf(`models:
-  agent:
-    provider: openai
-    base_url: %s
-    model: m
-rooms:
-  main:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
-agents:
-  helper:
-    username: %s
-    rooms: [main]
-http:
-  listen: 127.0.0.1:0
-`, llm.URL, room, person.UserID, e.localpart("helper")))
+	cfg := e.configAgents(agentSetup{LLM: llm.URL, Room: room, Admins: []id.UserID{person.UserID},
+		Extra: "http:\n  listen: 127.0.0.1:0\n"})
 
 	var mu sync.Mutex
 	sent := map[string]time.Time{}

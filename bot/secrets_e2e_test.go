@@ -172,40 +172,18 @@ func TestSecretsStayOutOfLogsRoomsAndCLI(t *testing.T) {
 	e.person = e.hs.RegisterUser(t, "alice")
 	e.room = createRoom(t, e.person, e.userID("router"), e.userID("helper"), e.userID("prober"))
 
-	head := fmt.Sprintf(`data_dir: ./data
-log:
-  level: debug
-matrix:
-  homeserver: %s
-  server_name: %s
-  registration:
-    shared_secret: ${HS_SECRET}
-  router:
-    username: %s
-`, e.hs.URL, e.hs.ServerName, e.localpart("router"))
-	good := fmt.Sprintf(`models:
-  default:
+	head := e.configHead()
+	good := agentSetup{
+		LLM: e.llm.URL, Model: "agent-model", ModelYAML: "    api_key: ${HR_API_KEY}\n",
+		Models: fmt.Sprintf(`  default:
     provider: echo
-  agent:
-    provider: openai
-    base_url: %s
-    api_key: ${HR_API_KEY}
-    model: agent-model
   down:
     provider: openai
     base_url: http://127.0.0.1:%d/${HR_URL_TOKEN}/v1
     model: down-model
-rooms:
-  main:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
-agents:
-  helper:
-    username: %s
-    model: agent
-    rooms: [main]
-  prober:
+`, closedPort(t)),
+		Room: e.room, Admins: []id.UserID{e.person.UserID}, AgentYAML: "    model: agent\n",
+		Extra: fmt.Sprintf(`  prober:
     username: %s
     model: down
     rooms: [main]
@@ -215,7 +193,8 @@ plugins:
       api_token: ${HR_PLUGIN_TOKEN}
       endpoint: ${HR_PLUGIN_NOTE}
     env: [HR_PLUGIN_ENV]
-`, e.llm.URL, closedPort(t), e.room, e.person.UserID, e.localpart("helper"), e.localpart("prober"))
+`, e.localpart("prober")),
+	}.body(e.testEnv)
 	// Validation fails on each of these; the values must not show.
 	invalid := strings.NewReplacer(
 		"  main:\n", "  bad:\n    alias: ${HR_BAD_ALIAS}\n  main:\n",
@@ -233,20 +212,12 @@ plugins:
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	log := zerolog.New(&e.logs).Level(zerolog.TraceLevel).With().Timestamp().Logger()
-	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
-	b, err := New(ctx, cfg, Options{Watch: true, PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond})
-	if err != nil {
-		cancel()
-		t.Fatalf("New: %v", err)
-	}
-	r := &running{bot: b, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- b.Run(ctx) }()
-	t.Cleanup(func() { r.stop(t) })
+	r := e.run(cfg, Options{Watch: true, PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond},
+		zerolog.New(&e.logs).Level(zerolog.TraceLevel))
 	e.bot = r
 	e.waitLog("account caught up", 3)
 	// The accounts' access tokens and passwords are secrets too.
-	rows, err := b.db.Query(t.Context(), `SELECT user_id, access_token, password FROM matrixio_account`)
+	rows, err := r.bot.db.Query(t.Context(), `SELECT user_id, access_token, password FROM matrixio_account`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
-	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/pgtest"
 	"github.com/hookroom/hookroom/matrixio/hstest"
@@ -70,9 +69,11 @@ func newTurnEnv(t *testing.T, agentNames []string, agentYAML string, extra ...ho
 	return newTurnEnvOn(t, "", agentNames, agentYAML, extra...)
 }
 
-// newTurnEnvOn is newTurnEnv with databaseYAML (a database section, or "" for SQLite in
-// data_dir) in config.yaml.
-func newTurnEnvOn(t *testing.T, databaseYAML string, agentNames []string, agentYAML string, extra ...hooks.Hook) *turnEnv {
+// newTurnEnvOn is newTurnEnv with top in config.yaml right after
+// authorization.global_users: more authorization settings (two spaces in),
+// then sections such as database (none: SQLite in data_dir), http or
+// mcp_servers.
+func newTurnEnvOn(t *testing.T, top string, agentNames []string, agentYAML string, extra ...hooks.Hook) *turnEnv {
 	e := &turnEnv{testEnv: newEnv(t), llm: llmtest.NewServer(t), rec: &events{}}
 	e.person = e.hs.RegisterUser(t, "alice")
 	invite := []id.UserID{e.userID("router")}
@@ -80,54 +81,81 @@ func newTurnEnvOn(t *testing.T, databaseYAML string, agentNames []string, agentY
 		invite = append(invite, e.userID(a))
 	}
 	e.room = createRoom(t, e.person, invite...)
-	var agentsYAML strings.Builder
-	agentsYAML.WriteString("agents:\n")
-	for _, a := range agentNames {
-		fmt.Fprintf(&agentsYAML, "  %s:\n    username: %s\n    model: agent\n    rooms: [main]\n%s", a, e.localpart(a), agentYAML)
-	}
-	e.cfg = fmt.Sprintf(`models:
-  default:
-    provider: echo
-  agent:
-    provider: openai
-    base_url: %s
-    model: agent-model
-  router:
-    provider: openai
-    base_url: %s
-    model: router-model
-router:
-  model: router
-rooms:
-  main:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
-%s%s`, e.llm.URL, e.llm.URL, e.room, e.person.UserID, databaseYAML, agentsYAML.String())
+	e.cfg = agentSetup{
+		LLM: e.llm.URL, Model: "agent-model", Models: e.routerModels(),
+		Room: e.room, Admins: []id.UserID{e.person.UserID}, Top: top,
+		Agents: agentNames, AgentYAML: "    model: agent\n" + agentYAML,
+		Extra: "router:\n  model: router\n",
+	}.body(e.testEnv)
+	e.opts = e.turnOptions(extra...)
+	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
+	return e
+}
+
+// routerModels are the models besides "agent" of a turnEnv, entries of the
+// models section: "default" (echo) and "router", on e.llm like "agent".
+func (e *turnEnv) routerModels() string {
+	return fmt.Sprintf("  default:\n    provider: echo\n  router:\n    provider: openai\n    base_url: %s\n    model: router-model\n", e.llm.URL)
+}
+
+// turnOptions are the Options a turnEnv's bot runs with: short placeholder
+// and edit delays, e.configOptions for reloading config.yaml, and the
+// recorder's plugin next to one with e.terminalHooks and extra.
+func (e *turnEnv) turnOptions(extra ...hooks.Hook) Options {
 	hs := append(e.terminalHooks(), extra...)
-	cfg := e.config(e.cfg)
-	e.opts = Options{
+	return Options{
 		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
-		// Reload reads config.yaml as e.config did.
-		ConfigOptions: []config.Option{config.WithLookupEnv(func(k string) (string, bool) {
-			if k == "HS_SECRET" {
-				return e.hs.Secret, true
-			}
-			return "", false
-		})},
+		ConfigOptions: e.configOptions(),
 		Registry: func(s hooks.Services) (*hooks.Registry, error) {
-			rp := e.rec.plugin()
-			return hooks.NewRegistry([]hooks.Plugin{rp, {Name: "test", Hooks: hs}}, hooks.Options{Services: s})
+			return hooks.NewRegistry([]hooks.Plugin{e.rec.plugin(), {Name: "test", Hooks: hs}}, hooks.Options{Services: s})
 		},
 	}
-	e.bot = e.start(cfg, e.rec, e.opts)
-	return e
+}
+
+// toolMessages returns the tool results the model was sent in request i.
+func toolMessages(e *turnEnv, i int) []string {
+	var out []string
+	reqs := e.llm.Requests()
+	if i >= len(reqs) {
+		return nil
+	}
+	for _, m := range reqs[i].Body.Messages {
+		if m.Role == "tool" {
+			out = append(out, string(m.Content))
+		}
+	}
+	return out
+}
+
+// lastToolMessage is the last of toolMessages(e, i), "" when there is none.
+func lastToolMessage(e *turnEnv, i int) string {
+	got := toolMessages(e, i)
+	if len(got) == 0 {
+		return ""
+	}
+	return got[len(got)-1]
+}
+
+// messageContents returns the contents of msgs (a model request's
+// messages).
+func messageContents(msgs []llmtest.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, string(m.Content))
+	}
+	return out
 }
 
 // say sends text from the person (into thread, when set) and returns its id.
 func (e *turnEnv) say(text string, thread id.EventID) id.EventID {
 	e.t.Helper()
-	content := &event.MessageEventContent{MsgType: event.MsgText, Body: text}
+	return e.send(&event.MessageEventContent{MsgType: event.MsgText, Body: text}, thread)
+}
+
+// send sends content from the person (into thread, when set) and returns
+// its id.
+func (e *turnEnv) send(content *event.MessageEventContent, thread id.EventID) id.EventID {
+	e.t.Helper()
 	if thread != "" {
 		content.RelatesTo = (&event.RelatesTo{}).SetThread(thread, thread)
 	}
@@ -250,11 +278,7 @@ func TestMentionGetsStreamedThreadedReply(t *testing.T) {
 		t.Fatalf("second turn: %v", got)
 	}
 	reqs := e.llm.Requests()
-	second := reqs[len(reqs)-1].Body.Messages
-	var replayed []string
-	for _, m := range second {
-		replayed = append(replayed, string(m.Content))
-	}
+	replayed := messageContents(reqs[len(reqs)-1].Body.Messages)
 	if !slices.Contains(replayed, firstPrompt) || !slices.Contains(replayed, answer) {
 		t.Errorf("second request does not replay the first turn byte-identically: %q", replayed)
 	}
@@ -347,13 +371,7 @@ func TestToolCallsGoThroughGates(t *testing.T) {
 	if len(after) != 2 || !after[0].Blocked || after[0].Result != "" || after[1].Blocked || after[1].Error != "" || !strings.Contains(after[1].Result, "Europe/Paris") {
 		t.Errorf("tool:after_call contexts %+v", after)
 	}
-	reqs := e.llm.Requests()
-	var declined string
-	for _, m := range reqs[1].Body.Messages {
-		if m.Role == "tool" {
-			declined = string(m.Content)
-		}
-	}
+	declined := lastToolMessage(e, 1)
 	if declined != agents.DeclinedResult("room_info", "room info is private here") {
 		t.Errorf("model saw %q for the declined call", declined)
 	}
@@ -576,12 +594,7 @@ func TestTurnsOnPostgresSurviveRestart(t *testing.T) {
 		t.Fatalf("terminal %v", got)
 	}
 	reqs := e.llm.Requests()
-	last := reqs[len(reqs)-1].Body.Messages
-	var history []string
-	for _, m := range last {
-		history = append(history, string(m.Content))
-	}
-	joined := strings.Join(history, "\n")
+	joined := strings.Join(messageContents(reqs[len(reqs)-1].Body.Messages), "\n")
 	if !strings.Contains(joined, "what is the first question?") || !strings.Contains(joined, "First answer.") {
 		t.Errorf("the turn after the restart lacks the first turn (history on PostgreSQL): %s", joined)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 )
@@ -41,21 +42,7 @@ func TestTypingEndsAfterReply(t *testing.T) {
 	llm := llmtest.NewServerWith(t, []llmtest.Option{llmtest.Instant(), llmtest.WithFallback(llmtest.Text("ok"))})
 	alice := e.hs.RegisterUser(t, "alice")
 	room := createRoom(t, alice, e.userID("router"), e.userID("helper"))
-	cfg := e.config(fmt.Sprintf(`models:
-  agent:
-    provider: openai
-    base_url: %s
-    model: m
-rooms:
-  main:
-    id: "%s"
-authorization:
-  global_users: ["%s"]
-agents:
-  helper:
-    username: %s
-    rooms: [main]
-`, llm.URL, room, alice.UserID, e.localpart("helper")))
+	cfg := e.configAgents(agentSetup{LLM: llm.URL, Room: room, Admins: []id.UserID{alice.UserID}})
 	var rec events
 	r := e.start(cfg, &rec, Options{})
 	agent := e.userID("helper")

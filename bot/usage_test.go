@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
-	"github.com/hookroom/hookroom/tracking"
 	tokens "github.com/hookroom/hookroom/usage"
 )
 
@@ -52,11 +50,7 @@ func TestBudgetNotice(t *testing.T) {
 // !usage all is for administrators.
 func TestUsageCommand(t *testing.T) {
 	ctx := t.Context()
-	db, err := tracking.OpenSQLite(ctx, filepath.Join(t.TempDir(), "hookroom.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := tempSQLite(t)
 	store := tokens.New(db)
 	if err := store.Upgrade(ctx); err != nil {
 		t.Fatal(err)
