@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // newAttachEnv is a room with a person and one agent, "seer", on a scripted
@@ -64,13 +65,15 @@ func (e *turnEnv) sendFile(msgtype event.MessageType, uri id.ContentURI, name, m
 // returns how many of the thread's events carry the vision notice.
 func (e *turnEnv) visionNotices(root, reply id.EventID) int {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	n := 0
+	// Relations lag a moment behind sends on Dendrite.
+	testkit.Eventually(e.t, 10*time.Second, fmt.Sprintf("the reply %s shows in the thread of %s", reply, root), func() bool {
 		rels, err := e.person.Client.GetRelations(context.Background(), e.room, root, &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionForward, Limit: 100})
 		if err != nil {
 			e.t.Fatalf("relations: %v", err)
 		}
-		n, seen := 0, false
+		seen := false
+		n = 0
 		for _, ev := range rels.Chunk {
 			seen = seen || ev.ID == reply
 			_ = ev.Content.ParseRaw(ev.Type)
@@ -78,14 +81,9 @@ func (e *turnEnv) visionNotices(root, reply id.EventID) int {
 				n++
 			}
 		}
-		if seen {
-			return n
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("the reply %s never showed in the thread of %s", reply, root)
-		}
-		time.Sleep(50 * time.Millisecond) // relations lag a moment behind sends on Dendrite
-	}
+		return seen
+	})
+	return n
 }
 
 func testPNG(t *testing.T) []byte {

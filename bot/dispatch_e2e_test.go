@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // A message:received hook suppresses a message and relays it with
@@ -49,13 +51,7 @@ func TestHookDispatchedMessage(t *testing.T) {
 	e.bot.bot.live.Store(mustRegistry(t, e.bot.bot, hooks.Plugin{Name: "relay", Hooks: []hooks.Hook{relay}}, hooks.Plugin{Name: "observer", Hooks: []hooks.Hook{observe}}, e.rec.plugin()))
 	e.llm.Script(llmtest.Text("answer to the relay"))
 	e.say("relay: what is 2+2?", "")
-	deadline := time.Now().Add(30 * time.Second)
-	for e.llm.Count() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the relayed message never reached the model")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 30*time.Second, "the relayed message reaches the model", func() bool { return e.llm.Count() > 0 })
 	// Barrier: a later message of the room (suppressed by the relay hook)
 	// is handled after everything before it; by then a second turn for
 	// the relayed message (or a second relay) would have started.
@@ -148,19 +144,20 @@ func TestMalformedMessageAndHelp(t *testing.T) {
 // waitForRouterReply returns the router's reply to q.
 func (e *turnEnv) waitForRouterReply(q id.EventID) id.EventID {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var reply id.EventID
+	testkit.Eventually(e.t, 30*time.Second, fmt.Sprintf("the router replies to %s", q), func() bool {
 		msgs, err := e.person.Client.Messages(context.Background(), e.room, "", "", mautrix.DirectionBackward, nil, 50)
-		if err == nil {
-			for _, ev := range msgs.Chunk {
-				_ = ev.Content.ParseRaw(ev.Type)
-				if m := ev.Content.AsMessage(); ev.Sender == e.userID("router") && m.RelatesTo != nil && m.RelatesTo.GetReplyTo() == q {
-					return ev.ID
-				}
+		if err != nil {
+			return false
+		}
+		for _, ev := range msgs.Chunk {
+			_ = ev.Content.ParseRaw(ev.Type)
+			if m := ev.Content.AsMessage(); ev.Sender == e.userID("router") && m.RelatesTo != nil && m.RelatesTo.GetReplyTo() == q {
+				reply = ev.ID
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	e.t.Fatalf("no router reply to %s", q)
-	return ""
+		return false
+	})
+	return reply
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // A reply far longer than one event arrives whole, in several messages in
@@ -37,19 +38,13 @@ func TestLongReplyArrivesInParts(t *testing.T) {
 	// Dendrite's relations lag a moment behind the sends: poll until the
 	// final edit of the placeholder shows.
 	var parts []string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Until(t, 30*time.Second, func() (bool, string) {
 		parts = e.threadTexts(q, e.results[0].EventID)
-		if strings.Join(parts, "") == long || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		got := strings.Join(parts, "")
+		return got == long, fmt.Sprintf("waiting until the %d parts in the thread (%d bytes) join to the %d bytes of the reply", len(parts), len(got), len(long))
+	})
 	if len(parts) < 2 {
 		t.Fatalf("%d agent messages in the thread, want several", len(parts))
-	}
-	if got := strings.Join(parts, ""); got != long {
-		t.Errorf("the %d parts joined give %d bytes, want the %d bytes of the reply", len(parts), len(got), len(long))
 	}
 }
 

@@ -3,6 +3,7 @@ package bot
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/hookroom/hookroom/admin"
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/metrics/metricstest"
 )
 
@@ -82,13 +84,11 @@ func TestProcessPluginsOnRealTurns(t *testing.T) {
 		data, _ := os.ReadFile(filepath.Join(cfg.DataDir, "plugins", plugin, "seen.txt"))
 		return string(data)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(seen("pyall"), want) || !strings.Contains(seen("goall"), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the plugins did not observe the reply %q: python %q, go %q", want, seen("pyall"), seen("goall"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Until(t, 60*time.Second, func() (bool, string) {
+		py, gosee := seen("pyall"), seen("goall")
+		return strings.Contains(py, want) && strings.Contains(gosee, want),
+			fmt.Sprintf("waiting until the plugins observe the reply %q: python %q, go %q", want, py, gosee)
+	})
 	reqs := e.llm.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d model calls, want 3", len(reqs))

@@ -72,13 +72,10 @@ func (e *reloadEnv) rewrite(body string) {
 
 func (e *reloadEnv) waitLog(substr string, n int) {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for strings.Count(e.logs.String(), substr) < n {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("log never showed %q %d times:\n%s", substr, n, e.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Until(e.t, 60*time.Second, func() (bool, string) {
+		logs := e.logs.String()
+		return strings.Count(logs, substr) >= n, fmt.Sprintf("waiting until the log shows %q %d times:\n%s", substr, n, logs)
+	})
 }
 
 // askAndWait sends a message and waits for the model to be asked; it
@@ -88,13 +85,7 @@ func (e *reloadEnv) askAndWait(text string) string {
 	before := e.llm.Count()
 	e.llm.Script(llmtest.Text("ok"))
 	e.say(text, "")
-	deadline := time.Now().Add(30 * time.Second)
-	for e.llm.Count() == before {
-		if time.Now().After(deadline) {
-			e.t.Fatal("the model was never asked")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(e.t, 30*time.Second, "the model is asked", func() bool { return e.llm.Count() > before })
 	r := e.llm.LastRequest(e.t)
 	return string(r.Body.Messages[len(r.Body.Messages)-1].Content)
 }
@@ -162,13 +153,7 @@ func TestReloadAddsAndRemovesAgents(t *testing.T) {
 	// It answers when mentioned.
 	e.llm.Script(llmtest.Text("second here"))
 	e.say("@"+e.localpart("second")+" hi", "")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(e.logs.String(), `"agent":"second"`) {
-		if time.Now().After(deadline) {
-			t.Fatal("the new agent never answered")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 30*time.Second, "the new agent answers", func() bool { return strings.Contains(e.logs.String(), `"agent":"second"`) })
 	e.rewrite(e.body("", ""))
 	e.waitLog("configuration reloaded", 2)
 	if _, ok := e.bot.bot.w().agents["second"]; ok {

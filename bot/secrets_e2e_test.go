@@ -24,6 +24,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // secretValue returns a distinctive random value that no other text in a
@@ -371,14 +372,13 @@ plugins:
 // reply to) q shows text containing want, and returns that text.
 func (e *reloadEnv) waitForSender(q id.EventID, sender id.UserID, want string) string {
 	e.t.Helper()
-	var seen []string
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
+	var found string
+	testkit.Until(e.t, 90*time.Second, func() (bool, string) {
 		resp, err := e.person.Client.Messages(context.Background(), e.room, "", "", mautrix.DirectionBackward, nil, 100)
 		if err != nil {
 			e.t.Fatalf("read the room: %v", err)
 		}
-		seen = seen[:0]
+		var seen []string
 		for _, ev := range resp.Chunk {
 			if ev.Sender != sender {
 				continue
@@ -390,12 +390,12 @@ func (e *reloadEnv) waitForSender(q id.EventID, sender id.UserID, want string) s
 			}
 			text, _, _ := e.visibleText(ev.ID)
 			if strings.Contains(text, want) {
-				return text
+				found = text
+				return true, ""
 			}
 			seen = append(seen, text)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	e.t.Fatalf("%s never answered %s with %q; it said %q", sender, q, want, seen)
-	return ""
+		return false, fmt.Sprintf("waiting for %s to answer %s with %q; it said %q", sender, q, want, seen)
+	})
+	return found
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/pgtest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
@@ -181,20 +182,19 @@ func (e *turnEnv) visibleText(evID id.EventID) (string, int, *event.Event) {
 	e.t.Helper()
 	ctx := context.Background()
 	var ev *event.Event
-	var err error
-	for range 100 { // GET /event can lag a moment behind the send on Dendrite
-		if ev, err = e.person.Client.GetEvent(ctx, e.room, evID); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		e.t.Fatalf("get event %s: %v", evID, err)
-	}
+	testkit.Until(e.t, 5*time.Second, func() (bool, string) { // GET /event can lag a moment behind the send on Dendrite
+		var err error
+		ev, err = e.person.Client.GetEvent(ctx, e.room, evID)
+		return err == nil, fmt.Sprintf("get event %s: %v", evID, err)
+	})
 	_ = ev.Content.ParseRaw(ev.Type)
 	text := ev.Content.AsMessage().Body
 	var rels *mautrix.RespGetRelations
-	for range 50 { // relations lag a moment behind sends on Dendrite
+	// Relations lag a moment behind sends on Dendrite: an edit may show
+	// only after a moment, and a message without edits has none to show,
+	// so this is a bounded retry, not a wait that fails.
+	for range 50 {
+		var err error
 		rels, err = e.person.Client.GetRelations(ctx, e.room, evID, &mautrix.ReqGetRelations{RelationType: event.RelReplace, Dir: mautrix.DirectionForward, Limit: 100})
 		if err != nil {
 			e.t.Fatalf("relations: %v", err)
@@ -489,20 +489,21 @@ func TestTerminalEvents(t *testing.T) {
 // thread of q.
 func (e *turnEnv) waitForAgentMessage(q id.EventID) id.EventID {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var msg id.EventID
+	testkit.Eventually(e.t, 30*time.Second, fmt.Sprintf("an agent message shows in the thread of %s", q), func() bool {
 		rels, err := e.person.Client.GetRelations(context.Background(), e.room, q, &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionForward, Limit: 50})
-		if err == nil {
-			for _, ev := range rels.Chunk {
-				if ev.Sender != e.person.UserID {
-					return ev.ID
-				}
+		if err != nil {
+			return false
+		}
+		for _, ev := range rels.Chunk {
+			if ev.Sender != e.person.UserID {
+				msg = ev.ID
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	e.t.Fatalf("no agent message in the thread of %s", q)
-	return ""
+		return false
+	})
+	return msg
 }
 
 const childTurnEnv = "HOOKROOM_TEST_CHILD_TURN"
@@ -523,16 +524,10 @@ func TestSIGKILLMidStream(t *testing.T) {
 	q := e.say("tell me a long story", "")
 	first := e.waitForAgentMessage(q)
 	// Wait until the stream has visibly started, then kill.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, edits, _ := e.visibleText(first); edits > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the child never streamed")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, "the child streams", func() bool {
+		_, edits, _ := e.visibleText(first)
+		return edits > 0
+	})
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 
