@@ -270,6 +270,15 @@ type serialRun[T any, P ContextOf[T]] struct {
 	// interrupted is set by the runner before it publishes slotFinished
 	// when it stopped because parent ended.
 	interrupted bool
+	// single: the chain is one ordinary hook. Its copy was made by the
+	// emitter from the caller's context, and current holds only the
+	// designated fields: one copy of the context less per emission.
+	single bool
+	// dispatched is when the emitter started the runner: the start of the
+	// runner's first hook.
+	dispatched time.Time
+	// zero stays the zero value: it clears current's designated fields.
+	zero T
 	// st is current as a stopper (gates, claims), found once per run.
 	st    stopper
 	stops bool
@@ -294,7 +303,16 @@ func newSerialRun[T any, P ContextOf[T]](ctx context.Context, em emission, hooks
 	s.owns = make([]ownCtx, len(hooks))
 	s.cur.Store(0)
 	s.interrupted = false
-	s.current = *(*T)(c)
+	s.single = len(hooks) == 1 && inline == 0
+	if s.single {
+		// No hook copies current, so it needs only the designated fields
+		// (all the merges, stopped and failClosed touch); the hook's copy
+		// is made from c right here.
+		P(&s.current).merge((*T)(c))
+		prepare[T, P](&s.em, hooks[0], &s.slots[0].copy, (*T)(c))
+	} else {
+		s.current = *(*T)(c)
+	}
 	return s
 }
 
@@ -307,7 +325,11 @@ func (s *serialRun[T, P]) recycle() {
 	}
 	s.w.drain()
 	var zero T
-	s.current = zero
+	if s.single {
+		P(&s.current).merge(&s.zero) // only the designated fields were set
+	} else {
+		s.current = zero
+	}
 	for i := range s.slots {
 		s.slots[i].copy = zero
 	}
@@ -327,15 +349,15 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 	fail := func() error { return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err()) }
 
 	// Inline hooks at the head of the chain run right here.
-	now := time.Now()
+	t := clock()
 	j := 0
 	for ; j < k; j++ {
 		if ended(s.stop) {
 			s.recycle()
 			return fail()
 		}
-		end, stop, _ := s.runHook(j, now, true)
-		now = end
+		end, stop, _ := s.runHook(j, t, true)
+		t = end
 		if stop {
 			j = n
 			break
@@ -354,8 +376,9 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 
 	// The rest runs on a worker, from the cursor on.
 	s.cur.Store(cursor(j, slotPending))
-	s.w.init(now)
-	s.w.wakeAt(now, minWake(hooks[j:]))
+	s.w.init(t)
+	s.w.wakeAt(t, minWake(hooks[j:]))
+	s.dispatched = t
 	s.w.start(s)
 	abandoned := false
 	for {
@@ -395,13 +418,13 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 			return err
 		case slotPending:
 			// Between two hooks: j is the next one.
-			s.w.wakeAt(time.Now(), minWake(hooks[j:]))
+			s.w.wakeAt(clock(), minWake(hooks[j:]))
 			continue
 		}
 		// slotRunning: has hook j passed its deadline and grace?
 		sl := s.slot(j)
 		h := hooks[j]
-		now := time.Now()
+		now := clock()
 		dl := sl.start.Add(h.timeout + abandonGrace)
 		if now.Before(dl) {
 			s.w.wakeAt(now, min(dl.Sub(now), minWake(hooks[j+1:])))
@@ -431,6 +454,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		}
 		s.cur.Store(cursor(j+1, slotPending))
 		s.w.wakeAt(now, minWake(hooks[j+1:]))
+		s.dispatched = now
 		s.w.start(s)
 	}
 }
@@ -464,26 +488,28 @@ func (s *serialRun[T, P]) slot(j int) *slot[T] { return &s.slots[max(j-s.off, 0)
 // it meanwhile, after which the caller must not touch s again. The emitter
 // runs Inline hooks before any runner exists (onEmitter) and skips the
 // cursor.
-func (s *serialRun[T, P]) runHook(j int, now time.Time, onEmitter bool) (end time.Time, stop, owned bool) {
+func (s *serialRun[T, P]) runHook(j int, start time.Time, onEmitter bool) (end time.Time, stop, owned bool) {
 	h := s.hooks[j]
 	sl := s.slot(j)
 	cp := &sl.copy
-	prepare[T, P](&s.em, h, cp, &s.current)
+	if !s.single {
+		prepare[T, P](&s.em, h, cp, &s.current)
+	}
 	own := &s.owns[j]
 	hc := &own.hc
 	hc.over = overFlag{done: &own.done}
 	hc.parent = s.parent
 	hc.depth = s.depth
-	hc.deadline = now.Add(h.timeout)
-	sl.start = now
+	hc.deadline = start.Add(h.timeout)
+	sl.start = start
 	// Publish the hook as running, unless the emitter gave up on the
 	// whole emission meanwhile.
 	if !onEmitter && !s.cur.CompareAndSwap(cursor(j, slotPending), cursor(j, slotRunning)) {
-		return now, true, false
+		return start, true, false
 	}
 	err := invoke[T, P](hc, h, P(cp))
-	end = time.Now()
-	elapsed := end.Sub(now)
+	end = clock()
+	elapsed := end.Sub(start)
 	own.done.Store(true)
 	if !onEmitter && !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
 		return end, true, false // abandoned: the emitter took over
@@ -506,18 +532,20 @@ func (s *serialRun[T, P]) runHook(j int, now time.Time, onEmitter bool) (end tim
 func (s *serialRun[T, P]) run() {
 	j, _ := uncursor(s.cur.Load())
 	// One clock reading per hook: the end of one hook is the start of the
-	// next (what runs in between is counted with the next hook).
-	now := time.Now()
+	// next (what runs in between is counted with the next hook), and the
+	// first one starts when the emitter dispatched the runner (the
+	// handoff is counted with it, as the emitter waits for it too).
+	t := s.dispatched
 	for ; j < len(s.hooks); j++ {
 		if ended(s.stop) {
 			s.interrupted = true
 			break
 		}
-		end, stop, owned := s.runHook(j, now, false)
+		end, stop, owned := s.runHook(j, t, false)
 		if !owned {
 			return
 		}
-		now = end
+		t = end
 		if stop {
 			break
 		}
@@ -604,7 +632,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 	// hooks still run side by side.
 	limit := min(pooled, s.em.reg.conc)
 	workers := min(limit, max(2, runtime.GOMAXPROCS(0)))
-	start := time.Now()
+	start := clock()
 	s.w.init(start)
 	for range workers {
 		s.w.start(s)
@@ -647,7 +675,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			}
 			return s.finish(c, fail)
 		}
-		now := time.Now()
+		now := clock()
 		if spill && now.Sub(start) >= spillAfter {
 			spill = false
 			for range min(limit-workers, n-int(s.next.Load())) {
@@ -786,12 +814,12 @@ func (s *collectRun[T, P]) runSlot(j int, sl *slot[T], shared bool) bool {
 	}
 	hc.parent = s.parent
 	hc.depth = s.depth
-	sl.start = time.Now()
+	sl.start = clock()
 	hc.deadline = sl.start.Add(h.timeout)
 	sl.deadline.Store(hc.deadline.UnixNano())
 	sl.state.Store(slotRunning)
 	err := invoke[T, P](hc, h, P(cp))
-	elapsed := time.Since(sl.start)
+	elapsed := clock().Sub(sl.start)
 	if own != nil {
 		own.done.Store(true)
 	}

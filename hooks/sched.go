@@ -17,6 +17,22 @@ var epoch = time.Now()
 // mono converts t to monotonic nanoseconds since epoch.
 func mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
 
+// clock is the engine's clock reading, called wherever an emission needs the
+// time (a hook's start and end, the emitter's wake-ups). Outside a
+// testing/synctest bubble it reads only the monotonic clock, about half
+// the cost of time.Now, and returns epoch moved by it: a time with a
+// monotonic reading whose wall clock ignores clock steps since the
+// process started (deadlines, durations and comparisons use the monotonic
+// reading). Inside a bubble, whose clock starts in 2000 and so before
+// epoch, it is time.Now, without a monotonic reading, which is how the
+// waiter recognises the bubble.
+func clock() time.Time {
+	if d := time.Since(epoch); d >= 0 {
+		return epoch.Add(d)
+	}
+	return time.Now()
+}
+
 // waiter is an emitter's registration for a wake-up and the channel it
 // sleeps on. Everyone who has news for the emitter (the runner that
 // finished, the deadline) sends on sig without blocking; the emitter
