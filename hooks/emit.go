@@ -277,8 +277,6 @@ type serialRun[T any, P ContextOf[T]] struct {
 	// dispatched is when the emitter started the runner: the start of the
 	// runner's first hook.
 	dispatched time.Time
-	// zero stays the zero value: it clears current's designated fields.
-	zero T
 	// st is current as a stopper (gates, claims), found once per run.
 	st    stopper
 	stops bool
@@ -316,25 +314,23 @@ func newSerialRun[T any, P ContextOf[T]](ctx context.Context, em emission, hooks
 	return s
 }
 
-// recycle puts a run that ended normally back into its event's pool,
-// keeping no reference to the emission's data. Runs of a synctest bubble
-// are not kept: their channel and timer belong to the bubble.
+// recycle puts a run that ended normally back into its event's pool. Runs
+// of a synctest bubble are not kept: their channel and timer belong to the
+// bubble.
+//
+// The hooks' copies, current and s.em are not cleared: the next emission
+// overwrites what it uses, and clearing them cost as much as a copy of the
+// context per hook while the garbage collector marks. So a pooled run keeps
+// the last emission's data reachable until it is reused or the pool drops
+// it (sync.Pool drops what went unused for two garbage collections); it
+// keeps no reference to the emission's context.Context or hook contexts.
+// s.em must stay in any case: a hook that wrongly kept its copy (whose
+// Base points at it) must not crash on a cleared emission.
 func (s *serialRun[T, P]) recycle() {
 	if s.w.bubble {
 		return
 	}
 	s.w.drain()
-	var zero T
-	if s.single {
-		P(&s.current).merge(&s.zero) // only the designated fields were set
-	} else {
-		s.current = zero
-	}
-	for i := range s.slots {
-		s.slots[i].copy = zero
-	}
-	// s.em stays: a hook that wrongly kept its copy (whose Base points
-	// at it) must not crash on a zeroed emission.
 	s.hooks, s.parent, s.stop, s.owns, s.slots = nil, nil, nil, nil, nil
 	s.em.info.runs.Put(s)
 }
