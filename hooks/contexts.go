@@ -97,7 +97,7 @@ func (c *MessageReceivedContext) isolate() {
 	c.Envelope.clone()
 	c.SkipPlugins = cloneNonEmpty(c.SkipPlugins)
 }
-func (c *MessageReceivedContext) merge(from *MessageReceivedContext) { mergeFields(c, from) }
+func (c *MessageReceivedContext) merge(from *MessageReceivedContext) { mergeFields(c.mutableFields(), c, from) }
 
 // ClaimResponse is what a claiming hook answers with.
 type ClaimResponse struct {
@@ -124,7 +124,7 @@ func (c *MessageClaimContext) Claim(text string) { c.Claimed = &ClaimResponse{Te
 
 func (c *MessageClaimContext) route() route                    { return c.Envelope.route() }
 func (c *MessageClaimContext) isolate()                        { c.Envelope.clone() }
-func (c *MessageClaimContext) merge(from *MessageClaimContext) { mergeFields(c, from) }
+func (c *MessageClaimContext) merge(from *MessageClaimContext) { mergeFields(c.mutableFields(), c, from) }
 func (c *MessageClaimContext) stopped() bool                   { return c.Claimed != nil }
 
 // MessageEnrichContext is passed to message:enrich hooks (collector, 2 s).
@@ -149,7 +149,7 @@ func (c *MessageEnrichContext) AddMetadata(key, text string, flags ...ItemFlag) 
 
 func (c *MessageEnrichContext) route() route                     { return c.Envelope.route() }
 func (c *MessageEnrichContext) isolate()                         { c.Envelope.clone(); c.Items = nil }
-func (c *MessageEnrichContext) merge(from *MessageEnrichContext) { mergeFields(c, from) }
+func (c *MessageEnrichContext) merge(from *MessageEnrichContext) { mergeFields(c.mutableFields(), c, from) }
 
 // SystemEnrichContext is passed to system:enrich hooks (collector, 2 s). It
 // fires right after message:enrich. Items added with AddInstruction are
@@ -168,7 +168,7 @@ func (c *SystemEnrichContext) AddInstruction(key, text string, flags ...ItemFlag
 
 func (c *SystemEnrichContext) route() route                    { return c.Envelope.route() }
 func (c *SystemEnrichContext) isolate()                        { c.Envelope.clone(); c.Items = nil }
-func (c *SystemEnrichContext) merge(from *SystemEnrichContext) { mergeFields(c, from) }
+func (c *SystemEnrichContext) merge(from *SystemEnrichContext) { mergeFields(c.mutableFields(), c, from) }
 
 // ResponseKind says who produced a reply.
 type ResponseKind string
@@ -227,7 +227,7 @@ func (c *BeforeResponseContext) isolate() {
 }
 
 // merge takes the fields a before_response hook may change.
-func (c *BeforeResponseContext) merge(from *BeforeResponseContext) { mergeFields(c, from) }
+func (c *BeforeResponseContext) merge(from *BeforeResponseContext) { mergeFields(c.mutableFields(), c, from) }
 
 // FinalDraft is the final text of a streamed reply before its last edit.
 type FinalDraft struct {
@@ -247,7 +247,7 @@ type FinalResponseContext struct {
 
 func (c *FinalResponseContext) route() route                     { return c.Draft.Envelope.route() }
 func (c *FinalResponseContext) isolate()                         { c.Draft.Envelope.clone() }
-func (c *FinalResponseContext) merge(from *FinalResponseContext) { mergeFields(c, from) }
+func (c *FinalResponseContext) merge(from *FinalResponseContext) { mergeFields(c.mutableFields(), c, from) }
 
 // DeliveryKind says how the final reply reached the room.
 type DeliveryKind string
@@ -469,7 +469,7 @@ func (c *ScheduleFiredContext) route() route {
 	return route{room: c.RoomID, thread: c.ThreadID, requester: c.CreatedBy, sendThread: c.ThreadID}
 }
 func (c *ScheduleFiredContext) isolate()                         {}
-func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) { mergeFields(c, from) }
+func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) { mergeFields(c.mutableFields(), c, from) }
 
 // ReactionReceivedContext is passed to reaction:received hooks (observer,
 // 500 ms). It fires for a reaction from an authorized person after the
@@ -598,7 +598,7 @@ func (c *ToolBeforeCallContext) RequireApproval(reason string) {
 
 func (c *ToolBeforeCallContext) route() route                      { return c.ToolCall.route() }
 func (c *ToolBeforeCallContext) isolate()                          { c.Arguments = cloneNonEmpty(c.Arguments) }
-func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) { mergeFields(c, from) }
+func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) { mergeFields(c.mutableFields(), c, from) }
 func (c *ToolBeforeCallContext) stopped() bool                     { return c.Declined }
 func (c *ToolBeforeCallContext) declineUnavailable(reason string) {
 	c.Declined = true
@@ -664,7 +664,7 @@ func (c *ToolApprovalRequestedContext) Deny(reason string) {
 func (c *ToolApprovalRequestedContext) route() route { return c.ToolCall.route() }
 func (c *ToolApprovalRequestedContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolApprovalRequestedContext) merge(from *ToolApprovalRequestedContext) {
-	mergeFields(c, from)
+	mergeFields(c.mutableFields(), c, from)
 }
 func (c *ToolApprovalRequestedContext) stopped() bool { return c.Decision != "" }
 func (c *ToolApprovalRequestedContext) declineUnavailable(reason string) {
