@@ -117,9 +117,9 @@ const (
 type slot[T any] struct {
 	copy     T
 	hc       hookCtx
-	start    time.Time
+	start    instant
 	state    atomic.Int32 // collector only
-	deadline atomic.Int64 // collector only: unix nanoseconds, set before state becomes running
+	deadline atomic.Int64 // collector only: an instant, set before state becomes running
 	ok       bool         // collector only: the hook succeeded in time
 }
 
@@ -276,7 +276,7 @@ type serialRun[T any, P ContextOf[T]] struct {
 	single bool
 	// dispatched is when the emitter started the runner: the start of the
 	// runner's first hook.
-	dispatched time.Time
+	dispatched instant
 	// st is current as a stopper (gates, claims), found once per run.
 	st    stopper
 	stops bool
@@ -421,9 +421,9 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		sl := s.slot(j)
 		h := hooks[j]
 		now := clock()
-		dl := sl.start.Add(h.timeout + abandonGrace)
-		if now.Before(dl) {
-			s.w.wakeAt(now, min(dl.Sub(now), minWake(hooks[j+1:])))
+		dl := sl.start.add(h.timeout + abandonGrace)
+		if now < dl {
+			s.w.wakeAt(now, min(dl.sub(now), minWake(hooks[j+1:])))
 			continue
 		}
 		if !s.cur.CompareAndSwap(v, cursor(j, slotAbandoned)) {
@@ -433,7 +433,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		s.w.cancel()
 		em := &s.em
 		h.stats.abandoned.Add(1)
-		em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
+		em.finished(ctx, h, now.sub(sl.start), OutcomeTimeout, nil)
 		own := &s.owns[j]
 		own.done.Store(true)
 		own.hc.release()
@@ -484,7 +484,7 @@ func (s *serialRun[T, P]) slot(j int) *slot[T] { return &s.slots[max(j-s.off, 0)
 // it meanwhile, after which the caller must not touch s again. The emitter
 // runs Inline hooks before any runner exists (onEmitter) and skips the
 // cursor.
-func (s *serialRun[T, P]) runHook(j int, start time.Time, onEmitter bool) (end time.Time, stop, owned bool) {
+func (s *serialRun[T, P]) runHook(j int, start instant, onEmitter bool) (end instant, stop, owned bool) {
 	h := s.hooks[j]
 	sl := s.slot(j)
 	cp := &sl.copy
@@ -496,7 +496,7 @@ func (s *serialRun[T, P]) runHook(j int, start time.Time, onEmitter bool) (end t
 	hc.over = overFlag{done: &own.done}
 	hc.parent = s.parent
 	hc.depth = s.depth
-	hc.deadline = start.Add(h.timeout)
+	hc.deadline = start.add(h.timeout)
 	sl.start = start
 	// Publish the hook as running, unless the emitter gave up on the
 	// whole emission meanwhile.
@@ -505,7 +505,7 @@ func (s *serialRun[T, P]) runHook(j int, start time.Time, onEmitter bool) (end t
 	}
 	err := invoke[T, P](hc, h, P(cp))
 	end = clock()
-	elapsed := end.Sub(start)
+	elapsed := end.sub(start)
 	own.done.Store(true)
 	if !onEmitter && !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
 		return end, true, false // abandoned: the emitter took over
@@ -672,7 +672,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			return s.finish(c, fail)
 		}
 		now := clock()
-		if spill && now.Sub(start) >= spillAfter {
+		if spill && now.sub(start) >= spillAfter {
 			spill = false
 			for range min(limit-workers, n-int(s.next.Load())) {
 				s.w.start(s)
@@ -685,9 +685,9 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			if sl.state.Load() != slotRunning {
 				continue
 			}
-			dl := time.Unix(0, sl.deadline.Load()).Add(abandonGrace)
-			if now.Before(dl) {
-				if d := dl.Sub(now); wait < 0 || d < wait {
+			dl := instant(sl.deadline.Load()).add(abandonGrace)
+			if now < dl {
+				if d := dl.sub(now); wait < 0 || d < wait {
 					wait = d
 				}
 				continue
@@ -698,7 +698,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			abandoned = true
 			h := hooks[j]
 			h.stats.abandoned.Add(1)
-			s.em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
+			s.em.finished(ctx, h, now.sub(sl.start), OutcomeTimeout, nil)
 			sl.hc.release()
 			if int(s.next.Load()) < n {
 				s.w.start(s) // replace the worker stuck in the abandoned hook
@@ -709,7 +709,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			wait = minWait
 		}
 		if spill {
-			wait = min(wait, spillAfter-now.Sub(start))
+			wait = min(wait, spillAfter-now.sub(start))
 		}
 		s.w.wakeAt(now, wait)
 	}
@@ -811,11 +811,11 @@ func (s *collectRun[T, P]) runSlot(j int, sl *slot[T], shared bool) bool {
 	hc.parent = s.parent
 	hc.depth = s.depth
 	sl.start = clock()
-	hc.deadline = sl.start.Add(h.timeout)
-	sl.deadline.Store(hc.deadline.UnixNano())
+	hc.deadline = sl.start.add(h.timeout)
+	sl.deadline.Store(int64(hc.deadline))
 	sl.state.Store(slotRunning)
 	err := invoke[T, P](hc, h, P(cp))
-	elapsed := clock().Sub(sl.start)
+	elapsed := clock().sub(sl.start)
 	if own != nil {
 		own.done.Store(true)
 	}
