@@ -29,8 +29,9 @@ type instant int64
 // advance with the bubble's time.
 func clock() instant { return instant(time.Since(epoch)) }
 
-// time returns t as a time.Time: epoch moved by t, whose wall clock is
-// the bubble's inside a synctest bubble.
+// time returns t as a time.Time: epoch moved by t. Its monotonic reading
+// is exact; its wall clock ignores steps of the system clock since the
+// process started (inside a synctest bubble it is the bubble's).
 func (t instant) time() time.Time { return epoch.Add(time.Duration(t)) }
 
 func (t instant) add(d time.Duration) instant { return t + instant(d) }
