@@ -97,7 +97,9 @@ func (c *MessageReceivedContext) isolate() {
 	c.Envelope.clone()
 	c.SkipPlugins = cloneNonEmpty(c.SkipPlugins)
 }
-func (c *MessageReceivedContext) merge(from *MessageReceivedContext) { mergeFields(c, from) }
+func (c *MessageReceivedContext) merge(from *MessageReceivedContext) {
+	mergeFields(c.mutableFields(), c, from)
+}
 
 // ClaimResponse is what a claiming hook answers with.
 type ClaimResponse struct {
@@ -122,10 +124,12 @@ type MessageClaimContext struct {
 // Claim answers the message with text instead of the model.
 func (c *MessageClaimContext) Claim(text string) { c.Claimed = &ClaimResponse{Text: text} }
 
-func (c *MessageClaimContext) route() route                    { return c.Envelope.route() }
-func (c *MessageClaimContext) isolate()                        { c.Envelope.clone() }
-func (c *MessageClaimContext) merge(from *MessageClaimContext) { mergeFields(c, from) }
-func (c *MessageClaimContext) stopped() bool                   { return c.Claimed != nil }
+func (c *MessageClaimContext) route() route { return c.Envelope.route() }
+func (c *MessageClaimContext) isolate()     { c.Envelope.clone() }
+func (c *MessageClaimContext) merge(from *MessageClaimContext) {
+	mergeFields(c.mutableFields(), c, from)
+}
+func (c *MessageClaimContext) stopped() bool { return c.Claimed != nil }
 
 // MessageEnrichContext is passed to message:enrich hooks (collector, 2 s).
 // It fires after routing chose the agent, before the model call. Hooks run
@@ -147,9 +151,11 @@ func (c *MessageEnrichContext) AddMetadata(key, text string, flags ...ItemFlag) 
 	c.Items = append(c.Items, newItem(key, text, flags))
 }
 
-func (c *MessageEnrichContext) route() route                     { return c.Envelope.route() }
-func (c *MessageEnrichContext) isolate()                         { c.Envelope.clone(); c.Items = nil }
-func (c *MessageEnrichContext) merge(from *MessageEnrichContext) { mergeFields(c, from) }
+func (c *MessageEnrichContext) route() route { return c.Envelope.route() }
+func (c *MessageEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
+func (c *MessageEnrichContext) merge(from *MessageEnrichContext) {
+	mergeFields(c.mutableFields(), c, from)
+}
 
 // SystemEnrichContext is passed to system:enrich hooks (collector, 2 s). It
 // fires right after message:enrich. Items added with AddInstruction are
@@ -166,9 +172,11 @@ func (c *SystemEnrichContext) AddInstruction(key, text string, flags ...ItemFlag
 	c.Items = append(c.Items, newItem(key, text, flags))
 }
 
-func (c *SystemEnrichContext) route() route                    { return c.Envelope.route() }
-func (c *SystemEnrichContext) isolate()                        { c.Envelope.clone(); c.Items = nil }
-func (c *SystemEnrichContext) merge(from *SystemEnrichContext) { mergeFields(c, from) }
+func (c *SystemEnrichContext) route() route { return c.Envelope.route() }
+func (c *SystemEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
+func (c *SystemEnrichContext) merge(from *SystemEnrichContext) {
+	mergeFields(c.mutableFields(), c, from)
+}
 
 // ResponseKind says who produced a reply.
 type ResponseKind string
@@ -227,7 +235,9 @@ func (c *BeforeResponseContext) isolate() {
 }
 
 // merge takes the fields a before_response hook may change.
-func (c *BeforeResponseContext) merge(from *BeforeResponseContext) { mergeFields(c, from) }
+func (c *BeforeResponseContext) merge(from *BeforeResponseContext) {
+	mergeFields(c.mutableFields(), c, from)
+}
 
 // FinalDraft is the final text of a streamed reply before its last edit.
 type FinalDraft struct {
@@ -245,9 +255,11 @@ type FinalResponseContext struct {
 	Draft FinalDraft `json:"draft"`
 }
 
-func (c *FinalResponseContext) route() route                     { return c.Draft.Envelope.route() }
-func (c *FinalResponseContext) isolate()                         { c.Draft.Envelope.clone() }
-func (c *FinalResponseContext) merge(from *FinalResponseContext) { mergeFields(c, from) }
+func (c *FinalResponseContext) route() route { return c.Draft.Envelope.route() }
+func (c *FinalResponseContext) isolate()     { c.Draft.Envelope.clone() }
+func (c *FinalResponseContext) merge(from *FinalResponseContext) {
+	mergeFields(c.mutableFields(), c, from)
+}
 
 // DeliveryKind says how the final reply reached the room.
 type DeliveryKind string
@@ -468,8 +480,10 @@ type ScheduleFiredContext struct {
 func (c *ScheduleFiredContext) route() route {
 	return route{room: c.RoomID, thread: c.ThreadID, requester: c.CreatedBy, sendThread: c.ThreadID}
 }
-func (c *ScheduleFiredContext) isolate()                         {}
-func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) { mergeFields(c, from) }
+func (c *ScheduleFiredContext) isolate() {}
+func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) {
+	mergeFields(c.mutableFields(), c, from)
+}
 
 // ReactionReceivedContext is passed to reaction:received hooks (observer,
 // 500 ms). It fires for a reaction from an authorized person after the
@@ -596,10 +610,12 @@ func (c *ToolBeforeCallContext) RequireApproval(reason string) {
 	c.ApprovalRequired = true
 }
 
-func (c *ToolBeforeCallContext) route() route                      { return c.ToolCall.route() }
-func (c *ToolBeforeCallContext) isolate()                          { c.Arguments = cloneNonEmpty(c.Arguments) }
-func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) { mergeFields(c, from) }
-func (c *ToolBeforeCallContext) stopped() bool                     { return c.Declined }
+func (c *ToolBeforeCallContext) route() route { return c.ToolCall.route() }
+func (c *ToolBeforeCallContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
+func (c *ToolBeforeCallContext) merge(from *ToolBeforeCallContext) {
+	mergeFields(c.mutableFields(), c, from)
+}
+func (c *ToolBeforeCallContext) stopped() bool { return c.Declined }
 func (c *ToolBeforeCallContext) declineUnavailable(reason string) {
 	c.Declined = true
 	c.DeclineReason = reason
@@ -664,7 +680,7 @@ func (c *ToolApprovalRequestedContext) Deny(reason string) {
 func (c *ToolApprovalRequestedContext) route() route { return c.ToolCall.route() }
 func (c *ToolApprovalRequestedContext) isolate()     { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolApprovalRequestedContext) merge(from *ToolApprovalRequestedContext) {
-	mergeFields(c, from)
+	mergeFields(c.mutableFields(), c, from)
 }
 func (c *ToolApprovalRequestedContext) stopped() bool { return c.Decision != "" }
 func (c *ToolApprovalRequestedContext) declineUnavailable(reason string) {

@@ -117,9 +117,9 @@ const (
 type slot[T any] struct {
 	copy     T
 	hc       hookCtx
-	start    time.Time
+	start    instant
 	state    atomic.Int32 // collector only
-	deadline atomic.Int64 // collector only: unix nanoseconds, set before state becomes running
+	deadline atomic.Int64 // collector only: an instant, set before state becomes running
 	ok       bool         // collector only: the hook succeeded in time
 }
 
@@ -270,6 +270,13 @@ type serialRun[T any, P ContextOf[T]] struct {
 	// interrupted is set by the runner before it publishes slotFinished
 	// when it stopped because parent ended.
 	interrupted bool
+	// single: the chain is one ordinary hook. Its copy was made by the
+	// emitter from the caller's context, and current holds only the
+	// designated fields: one copy of the context less per emission.
+	single bool
+	// dispatched is when the emitter started the runner: the start of the
+	// runner's first hook.
+	dispatched instant
 	// st is current as a stopper (gates, claims), found once per run.
 	st    stopper
 	stops bool
@@ -294,25 +301,36 @@ func newSerialRun[T any, P ContextOf[T]](ctx context.Context, em emission, hooks
 	s.owns = make([]ownCtx, len(hooks))
 	s.cur.Store(0)
 	s.interrupted = false
-	s.current = *(*T)(c)
+	s.single = len(hooks) == 1 && inline == 0
+	if s.single {
+		// No hook copies current, so it needs only the designated fields
+		// (all the merges, stopped and failClosed touch); the hook's copy
+		// is made from c right here.
+		P(&s.current).merge((*T)(c))
+		prepare[T, P](&s.em, hooks[0], &s.slots[0].copy, (*T)(c))
+	} else {
+		s.current = *(*T)(c)
+	}
 	return s
 }
 
-// recycle puts a run that ended normally back into its event's pool,
-// keeping no reference to the emission's data. Runs of a synctest bubble
-// are not kept: their channel and timer belong to the bubble.
+// recycle puts a run that ended normally back into its event's pool. Runs
+// of a synctest bubble are not kept: their channel and timer belong to the
+// bubble.
+//
+// The hooks' copies, current and s.em are not cleared: the next emission
+// overwrites what it uses, and clearing them cost as much as a copy of the
+// context per hook while the garbage collector marks. So a pooled run keeps
+// the last emission's data reachable until it is reused or the pool drops
+// it (sync.Pool drops what went unused for two garbage collections); it
+// keeps no reference to the emission's context.Context or hook contexts.
+// s.em must stay in any case: a hook that wrongly kept its copy (whose
+// Base points at it) must not crash on a cleared emission.
 func (s *serialRun[T, P]) recycle() {
 	if s.w.bubble {
 		return
 	}
 	s.w.drain()
-	var zero T
-	s.current = zero
-	for i := range s.slots {
-		s.slots[i].copy = zero
-	}
-	// s.em stays: a hook that wrongly kept its copy (whose Base points
-	// at it) must not crash on a zeroed emission.
 	s.hooks, s.parent, s.stop, s.owns, s.slots = nil, nil, nil, nil, nil
 	s.em.info.runs.Put(s)
 }
@@ -327,15 +345,15 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 	fail := func() error { return fmt.Errorf("failed to finish %s hooks: %w", em.info.name, ctx.Err()) }
 
 	// Inline hooks at the head of the chain run right here.
-	now := time.Now()
+	t := clock()
 	j := 0
 	for ; j < k; j++ {
 		if ended(s.stop) {
 			s.recycle()
 			return fail()
 		}
-		end, stop, _ := s.runHook(j, now, true)
-		now = end
+		end, stop, _ := s.runHook(j, t, true)
+		t = end
 		if stop {
 			j = n
 			break
@@ -354,8 +372,9 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 
 	// The rest runs on a worker, from the cursor on.
 	s.cur.Store(cursor(j, slotPending))
-	s.w.init(now)
-	s.w.wakeAt(now, minWake(hooks[j:]))
+	s.w.init(t)
+	s.w.wakeAt(t, minWake(hooks[j:]))
+	s.dispatched = t
 	s.w.start(s)
 	abandoned := false
 	for {
@@ -395,16 +414,16 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 			return err
 		case slotPending:
 			// Between two hooks: j is the next one.
-			s.w.wakeAt(time.Now(), minWake(hooks[j:]))
+			s.w.wakeAt(clock(), minWake(hooks[j:]))
 			continue
 		}
 		// slotRunning: has hook j passed its deadline and grace?
 		sl := s.slot(j)
 		h := hooks[j]
-		now := time.Now()
-		dl := sl.start.Add(h.timeout + abandonGrace)
-		if now.Before(dl) {
-			s.w.wakeAt(now, min(dl.Sub(now), minWake(hooks[j+1:])))
+		now := clock()
+		dl := sl.start.add(h.timeout + abandonGrace)
+		if now < dl {
+			s.w.wakeAt(now, min(dl.sub(now), minWake(hooks[j+1:])))
 			continue
 		}
 		if !s.cur.CompareAndSwap(v, cursor(j, slotAbandoned)) {
@@ -414,7 +433,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		s.w.cancel()
 		em := &s.em
 		h.stats.abandoned.Add(1)
-		em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
+		em.finished(ctx, h, now.sub(sl.start), OutcomeTimeout, nil)
 		own := &s.owns[j]
 		own.done.Store(true)
 		own.hc.release()
@@ -431,6 +450,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		}
 		s.cur.Store(cursor(j+1, slotPending))
 		s.w.wakeAt(now, minWake(hooks[j+1:]))
+		s.dispatched = now
 		s.w.start(s)
 	}
 }
@@ -464,26 +484,28 @@ func (s *serialRun[T, P]) slot(j int) *slot[T] { return &s.slots[max(j-s.off, 0)
 // it meanwhile, after which the caller must not touch s again. The emitter
 // runs Inline hooks before any runner exists (onEmitter) and skips the
 // cursor.
-func (s *serialRun[T, P]) runHook(j int, now time.Time, onEmitter bool) (end time.Time, stop, owned bool) {
+func (s *serialRun[T, P]) runHook(j int, start instant, onEmitter bool) (end instant, stop, owned bool) {
 	h := s.hooks[j]
 	sl := s.slot(j)
 	cp := &sl.copy
-	prepare[T, P](&s.em, h, cp, &s.current)
+	if !s.single {
+		prepare[T, P](&s.em, h, cp, &s.current)
+	}
 	own := &s.owns[j]
 	hc := &own.hc
 	hc.over = overFlag{done: &own.done}
 	hc.parent = s.parent
 	hc.depth = s.depth
-	hc.deadline = now.Add(h.timeout)
-	sl.start = now
+	hc.deadline = start.add(h.timeout)
+	sl.start = start
 	// Publish the hook as running, unless the emitter gave up on the
 	// whole emission meanwhile.
 	if !onEmitter && !s.cur.CompareAndSwap(cursor(j, slotPending), cursor(j, slotRunning)) {
-		return now, true, false
+		return start, true, false
 	}
 	err := invoke[T, P](hc, h, P(cp))
-	end = time.Now()
-	elapsed := end.Sub(now)
+	end = clock()
+	elapsed := end.sub(start)
 	own.done.Store(true)
 	if !onEmitter && !s.cur.CompareAndSwap(cursor(j, slotRunning), cursor(j+1, slotPending)) {
 		return end, true, false // abandoned: the emitter took over
@@ -506,18 +528,20 @@ func (s *serialRun[T, P]) runHook(j int, now time.Time, onEmitter bool) (end tim
 func (s *serialRun[T, P]) run() {
 	j, _ := uncursor(s.cur.Load())
 	// One clock reading per hook: the end of one hook is the start of the
-	// next (what runs in between is counted with the next hook).
-	now := time.Now()
+	// next (what runs in between is counted with the next hook), and the
+	// first one starts when the emitter dispatched the runner (the
+	// handoff is counted with it, as the emitter waits for it too).
+	t := s.dispatched
 	for ; j < len(s.hooks); j++ {
 		if ended(s.stop) {
 			s.interrupted = true
 			break
 		}
-		end, stop, owned := s.runHook(j, now, false)
+		end, stop, owned := s.runHook(j, t, false)
 		if !owned {
 			return
 		}
-		now = end
+		t = end
 		if stop {
 			break
 		}
@@ -604,7 +628,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 	// hooks still run side by side.
 	limit := min(pooled, s.em.reg.conc)
 	workers := min(limit, max(2, runtime.GOMAXPROCS(0)))
-	start := time.Now()
+	start := clock()
 	s.w.init(start)
 	for range workers {
 		s.w.start(s)
@@ -647,8 +671,8 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			}
 			return s.finish(c, fail)
 		}
-		now := time.Now()
-		if spill && now.Sub(start) >= spillAfter {
+		now := clock()
+		if spill && now.sub(start) >= spillAfter {
 			spill = false
 			for range min(limit-workers, n-int(s.next.Load())) {
 				s.w.start(s)
@@ -661,9 +685,9 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			if sl.state.Load() != slotRunning {
 				continue
 			}
-			dl := time.Unix(0, sl.deadline.Load()).Add(abandonGrace)
-			if now.Before(dl) {
-				if d := dl.Sub(now); wait < 0 || d < wait {
+			dl := instant(sl.deadline.Load()).add(abandonGrace)
+			if now < dl {
+				if d := dl.sub(now); wait < 0 || d < wait {
 					wait = d
 				}
 				continue
@@ -674,7 +698,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			abandoned = true
 			h := hooks[j]
 			h.stats.abandoned.Add(1)
-			s.em.finished(ctx, h, now.Sub(sl.start), OutcomeTimeout, nil)
+			s.em.finished(ctx, h, now.sub(sl.start), OutcomeTimeout, nil)
 			sl.hc.release()
 			if int(s.next.Load()) < n {
 				s.w.start(s) // replace the worker stuck in the abandoned hook
@@ -685,7 +709,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			wait = minWait
 		}
 		if spill {
-			wait = min(wait, spillAfter-now.Sub(start))
+			wait = min(wait, spillAfter-now.sub(start))
 		}
 		s.w.wakeAt(now, wait)
 	}
@@ -786,12 +810,12 @@ func (s *collectRun[T, P]) runSlot(j int, sl *slot[T], shared bool) bool {
 	}
 	hc.parent = s.parent
 	hc.depth = s.depth
-	sl.start = time.Now()
-	hc.deadline = sl.start.Add(h.timeout)
-	sl.deadline.Store(hc.deadline.UnixNano())
+	sl.start = clock()
+	hc.deadline = sl.start.add(h.timeout)
+	sl.deadline.Store(int64(hc.deadline))
 	sl.state.Store(slotRunning)
 	err := invoke[T, P](hc, h, P(cp))
-	elapsed := time.Since(sl.start)
+	elapsed := clock().sub(sl.start)
 	if own != nil {
 		own.done.Store(true)
 	}

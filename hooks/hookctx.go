@@ -12,7 +12,7 @@ import (
 // that never waits on its context costs no timer at all.
 type hookCtx struct {
 	parent   context.Context
-	deadline time.Time
+	deadline instant
 	depth    int
 	// inner is nil until Done or Err is first called, then the live
 	// context.
@@ -54,10 +54,11 @@ var released = &innerCtx{ctx: func() context.Context {
 var _ context.Context = (*hookCtx)(nil)
 
 func (c *hookCtx) Deadline() (time.Time, bool) {
-	if pd, ok := c.parent.Deadline(); ok && pd.Before(c.deadline) {
+	d := c.deadline.time()
+	if pd, ok := c.parent.Deadline(); ok && pd.Before(d) {
 		return pd, true
 	}
-	return c.deadline, true
+	return d, true
 }
 
 func (c *hookCtx) live() *innerCtx {
@@ -67,7 +68,7 @@ func (c *hookCtx) live() *innerCtx {
 	if c.over.isOver() {
 		return released
 	}
-	ctx, cancel := context.WithDeadline(c.parent, c.deadline)
+	ctx, cancel := context.WithDeadline(c.parent, c.deadline.time())
 	p := &innerCtx{ctx: ctx, cancel: cancel}
 	if !c.inner.CompareAndSwap(nil, p) {
 		cancel() // someone else created it first

@@ -11,11 +11,32 @@ import (
 // place of a timer per emission) and a pool of parked worker goroutines
 // that run hooks (in place of a new goroutine per emission).
 
-// epoch anchors mono: durations since it are monotonic.
+// epoch anchors the engine's clock: instants are durations since it.
 var epoch = time.Now()
 
-// mono converts t to monotonic nanoseconds since epoch.
-func mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
+// instant is a reading of the engine's clock: nanoseconds since epoch. The
+// engine keeps every time it needs (a hook's start, deadline and end, the
+// emitter's wake-ups) as instants, which cost a monotonic clock reading
+// and integer arithmetic, and makes a time.Time only for a hook that asks
+// for its context's deadline.
+type instant int64
+
+// clock reads the engine's clock; it is called wherever an emission needs
+// the time. Outside a testing/synctest bubble it reads only the monotonic
+// clock, about half the cost of time.Now. Inside a bubble time.Since is
+// computed from the bubble's fake wall clock, which starts in 2000: there
+// instants are negative (how the waiter recognises the bubble) and still
+// advance with the bubble's time.
+func clock() instant { return instant(time.Since(epoch)) }
+
+// time returns t as a time.Time: epoch moved by t. Its monotonic reading
+// is exact; its wall clock ignores steps of the system clock since the
+// process started (inside a synctest bubble it is the bubble's).
+func (t instant) time() time.Time { return epoch.Add(time.Duration(t)) }
+
+func (t instant) add(d time.Duration) instant { return t + instant(d) }
+
+func (t instant) sub(u instant) time.Duration { return time.Duration(t - u) }
 
 // waiter is an emitter's registration for a wake-up and the channel it
 // sleeps on. Everyone who has news for the emitter (the runner that
@@ -30,17 +51,16 @@ func mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
 // work as for any other code.
 type waiter struct {
 	sig    chan struct{}
-	when   int64 // mono time the emitter wants to be woken at
-	index  int   // position in the scheduler's heap; -1 when not queued
+	when   instant // when the emitter wants to be woken
+	index  int     // position in the scheduler's heap; -1 when not queued
 	bubble bool
 	timer  *time.Timer // bubble only
 }
 
-func (w *waiter) init(now time.Time) {
+func (w *waiter) init(now instant) {
 	w.index = -1
-	// Round(0) strips the monotonic reading; only a synctest bubble's
-	// clock has none to strip.
-	w.bubble = now == now.Round(0)
+	// Only a synctest bubble's clock reads before epoch (see clock).
+	w.bubble = now < 0
 	switch {
 	case w.bubble:
 		w.sig, w.timer = make(chan struct{}, 1), nil
@@ -50,9 +70,9 @@ func (w *waiter) init(now time.Time) {
 }
 
 // wakeAt asks to be woken d after now.
-func (w *waiter) wakeAt(now time.Time, d time.Duration) {
+func (w *waiter) wakeAt(now instant, d time.Duration) {
 	if !w.bubble {
-		deadlines.schedule(w, mono(now)+int64(d))
+		deadlines.schedule(w, now.add(d))
 		return
 	}
 	if w.timer == nil {
@@ -126,14 +146,14 @@ func getSig() chan struct{} { return sigPool.Get().(chan struct{}) }
 type deadlineScheduler struct {
 	mu    sync.Mutex
 	q     []*waiter // min-heap by when
-	armed int64     // mono time the timer fires at; 0 when it is not armed
+	armed instant   // when the timer fires; 0 when it is not armed
 	timer *time.Timer
 }
 
 var deadlines deadlineScheduler
 
-// schedule (re)registers w to be woken at mono time when.
-func (d *deadlineScheduler) schedule(w *waiter, when int64) {
+// schedule (re)registers w to be woken at when.
+func (d *deadlineScheduler) schedule(w *waiter, when instant) {
 	d.mu.Lock()
 	w.when = when
 	if w.index >= 0 {
@@ -146,7 +166,7 @@ func (d *deadlineScheduler) schedule(w *waiter, when int64) {
 	}
 	if d.armed == 0 || when < d.armed {
 		d.armed = when
-		delay := time.Duration(when - mono(time.Now()))
+		delay := when.sub(clock())
 		if d.timer == nil {
 			d.timer = time.AfterFunc(delay, d.fire)
 		} else {
@@ -177,7 +197,7 @@ func (d *deadlineScheduler) cancel(w *waiter) {
 
 func (d *deadlineScheduler) fire() {
 	d.mu.Lock()
-	now := mono(time.Now())
+	now := clock()
 	for len(d.q) > 0 && d.q[0].when <= now {
 		w := d.q[0]
 		last := len(d.q) - 1
@@ -191,7 +211,7 @@ func (d *deadlineScheduler) fire() {
 	d.armed = 0
 	if len(d.q) > 0 {
 		d.armed = d.q[0].when
-		d.timer.Reset(time.Duration(d.armed - now))
+		d.timer.Reset(d.armed.sub(now))
 	}
 	d.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package hooks
 import (
 	"math/rand/v2"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -12,14 +13,15 @@ func TestDeadlineScheduler(t *testing.T) {
 	const n = 200
 	ws := make([]*waiter, n)
 	start := time.Now()
+	now := clock()
 	whens := make([]time.Duration, n)
 	var latest time.Duration
 	// Queue everyone far in the future, then bring the ones that stay
 	// close (an update in the heap) and cancel every third.
 	for i := range ws {
 		ws[i] = &waiter{}
-		ws[i].init(start)
-		ws[i].wakeAt(start, time.Hour+time.Duration(i))
+		ws[i].init(now)
+		ws[i].wakeAt(now, time.Hour+time.Duration(i))
 	}
 	for i := range ws {
 		if i%3 == 0 {
@@ -28,7 +30,7 @@ func TestDeadlineScheduler(t *testing.T) {
 		}
 		whens[i] = time.Duration(rand.IntN(40)) * time.Millisecond
 		latest = max(latest, whens[i])
-		ws[i].wakeAt(start, whens[i])
+		ws[i].wakeAt(now, whens[i])
 	}
 	for i, w := range ws {
 		if i%3 == 0 {
@@ -46,8 +48,8 @@ func TestDeadlineScheduler(t *testing.T) {
 	// A barrier due after every cancelled waiter's time: once it fired,
 	// any cancelled waiter would have fired before it.
 	barrier := &waiter{}
-	barrier.init(start)
-	barrier.wakeAt(start, latest+time.Millisecond)
+	barrier.init(now)
+	barrier.wakeAt(now, latest+time.Millisecond)
 	<-barrier.sig
 	for i := 0; i < n; i += 3 {
 		select {
@@ -71,16 +73,28 @@ func TestDeadlineScheduler(t *testing.T) {
 // outside it uses the shared scheduler.
 func TestWaiterDetectsBubble(t *testing.T) {
 	var w waiter
-	w.init(time.Now())
+	w.init(clock())
 	if w.bubble {
 		t.Error("real clock taken for a synctest bubble")
 	}
 	w.recycle()
-	var b waiter
-	b.init(time.Now().Round(0)) // a reading without the monotonic clock, as in a bubble
-	if !b.bubble {
-		t.Error("bubble clock not recognised")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var b waiter
+		start := clock()
+		b.init(start)
+		if !b.bubble {
+			t.Fatal("bubble clock not recognised")
+		}
+		// Instants advance with the bubble's time, and a deadline made of
+		// one is the bubble's time.
+		time.Sleep(time.Second)
+		if d := clock().sub(start); d != time.Second {
+			t.Errorf("a second of bubble time measured as %v", d)
+		}
+		if got, want := start.add(time.Second).time(), time.Now(); !got.Equal(want) {
+			t.Errorf("instant as time = %v, want the bubble's %v", got, want)
+		}
+	})
 }
 
 type pingTask struct{ w *waiter }
@@ -95,11 +109,11 @@ func BenchmarkHandoff(b *testing.B) {
 		b.Run(map[bool]string{false: "worker", true: "worker+deadline"}[withDeadline], func(b *testing.B) {
 			b.ReportAllocs()
 			var w waiter
-			w.init(time.Now())
+			w.init(clock())
 			t := pingTask{&w}
 			for b.Loop() {
 				if withDeadline {
-					w.wakeAt(time.Now(), time.Second)
+					w.wakeAt(clock(), time.Second)
 				}
 				w.start(t)
 				<-w.sig
