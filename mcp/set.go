@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/internal/child"
 	"github.com/hookroom/hookroom/internal/restart"
 	"github.com/hookroom/hookroom/sandbox"
 )
@@ -205,15 +206,7 @@ func environ(cfg *config.Config, name string, sc config.MCPServer, lookup func(s
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	pathVar, ok := lookup("PATH")
-	if !ok || pathVar == "" {
-		pathVar = "/usr/local/bin:/usr/bin:/bin"
-	}
-	lang, ok := lookup("LANG")
-	if !ok || lang == "" {
-		lang = "C.UTF-8"
-	}
-	env := []string{"PATH=" + pathVar, "HOME=" + cfg.MCPStateDir(name), "LANG=" + lang}
+	env := child.BaseEnv(lookup, cfg.MCPStateDir(name))
 	var warnings []string
 	var errs config.ErrorList
 	secrets := cfg.SecretValues()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/child"
 	"github.com/hookroom/hookroom/sandbox"
 )
 
@@ -346,15 +347,7 @@ func (l *Loader) environ(cfg *config.Config, p *loaded) ([]string, config.ErrorL
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	pathVar, ok := lookup("PATH")
-	if !ok || pathVar == "" {
-		pathVar = "/usr/local/bin:/usr/bin:/bin"
-	}
-	lang, ok := lookup("LANG")
-	if !ok || lang == "" {
-		lang = "C.UTF-8"
-	}
-	env := []string{"PATH=" + pathVar, "HOME=" + p.stateDir, "LANG=" + lang}
+	env := child.BaseEnv(lookup, p.stateDir)
 	var allowed []string
 	if l.AllowEnv != nil {
 		allowed = l.AllowEnv(p.entry)

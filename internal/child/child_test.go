@@ -98,3 +98,24 @@ func TestStopEscalates(t *testing.T) {
 		})
 	}
 }
+
+func TestBaseEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"hookroom's PATH and LANG", map[string]string{"PATH": "/opt/bin", "LANG": "de_DE.UTF-8", "SECRET": "x"},
+			[]string{"PATH=/opt/bin", "HOME=/state", "LANG=de_DE.UTF-8"}},
+		{"defaults when unset", nil, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/state", "LANG=C.UTF-8"}},
+		{"defaults when empty", map[string]string{"PATH": "", "LANG": ""}, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/state", "LANG=C.UTF-8"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BaseEnv(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }, "/state")
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("BaseEnv = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
