@@ -55,22 +55,37 @@ func finish(b behaviour) error {
 	return nil
 }
 
-// wantStats checks the subject's statistics after one run.
+// wantStats checks the subject's statistics after one run of an ordinary
+// hook.
 func wantStats(t *testing.T, reg *hooks.Registry, b behaviour) {
+	t.Helper()
+	checkStats(t, reg, b, false)
+}
+
+// wantInlineStats checks the subject's statistics after one run: like
+// wantStats, except that an Inline hook is never abandoned.
+func wantInlineStats(t *testing.T, reg *hooks.Registry, b behaviour) {
+	t.Helper()
+	checkStats(t, reg, b, true)
+}
+
+func checkStats(t *testing.T, reg *hooks.Registry, b behaviour, inline bool) {
 	t.Helper()
 	for _, s := range reg.Stats() {
 		if s.Hook != "subject" {
 			continue
 		}
 		want := hooks.HookStats{Event: s.Event, Plugin: s.Plugin, Hook: s.Hook, Invocations: 1, Total: s.Total, Max: s.Max, Buckets: s.Buckets}
-		switch b {
-		case fail:
+		switch {
+		case b == fail:
 			want.Errors = 1
-		case late, ignores:
+		case b == late && inline:
+			want.Timeouts = 1 // waited for, not abandoned
+		case b == late || b == ignores:
 			// Both outlive their deadline by more than the grace: the
 			// emission gives up on them.
 			want.Timeouts, want.Abandoned = 1, 1
-		case panics:
+		case b == panics:
 			want.Panics = 1
 		}
 		// The one run is in the bucket of its duration and every one above.

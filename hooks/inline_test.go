@@ -3,7 +3,6 @@ package hooks_test
 import (
 	"context"
 	"errors"
-	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -299,29 +298,4 @@ func TestInlineIsListed(t *testing.T) {
 	if !got["fast"] || got["slow"] {
 		t.Errorf("Inline listed as %v, want fast only", got)
 	}
-}
-
-// wantInlineStats checks the subject's statistics after one run: like
-// wantStats, except that an Inline hook is never abandoned.
-func wantInlineStats(t *testing.T, reg *hooks.Registry, b behaviour) {
-	t.Helper()
-	for _, s := range reg.Stats() {
-		if s.Hook != "subject" {
-			continue
-		}
-		want := hooks.HookStats{Event: s.Event, Plugin: s.Plugin, Hook: s.Hook, Invocations: 1, Total: s.Total, Max: s.Max, Buckets: s.Buckets}
-		switch b {
-		case fail:
-			want.Errors = 1
-		case late:
-			want.Timeouts = 1 // waited for, not abandoned
-		case panics:
-			want.Panics = 1
-		}
-		if !reflect.DeepEqual(s, want) {
-			t.Errorf("stats = %+v, want %+v", s, want)
-		}
-		return
-	}
-	t.Fatal("no stats for the subject hook")
 }
