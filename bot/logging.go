@@ -40,7 +40,7 @@ func NewLogger(cfg config.Log, w io.Writer) (zerolog.Logger, error) {
 	if cfg.Format == "console" {
 		out = zerolog.ConsoleWriter{Out: out, TimeFormat: time.TimeOnly, NoColor: !colourful(w)}
 	}
-	out = quietCancels{w: out, debug: level <= zerolog.DebugLevel}
+	out = routineWarnings{w: out, level: level}
 	return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil
 }
 
@@ -67,32 +67,55 @@ func logDuration(d time.Duration) string {
 	}
 }
 
-// quietCancels writes the Matrix client's "Request canceled" lines at debug
-// level instead of warn (and drops them when the log is above debug). The
-// client library logs every request whose context was cancelled as a
-// warning, but hookroom cancels requests only on purpose: a typing notice
-// it no longer needs, a turn someone stopped, the long-poll sync and
-// whatever is in flight when hookroom stops. Whatever a cancellation means
-// for a turn is logged by hookroom itself. Requests that time out or fail
-// are not touched.
-type quietCancels struct {
+// routineWarnings writes the warnings the Matrix libraries log for what is
+// normal operation for hookroom at a lower level (and drops them when the
+// log's level is above that):
+//
+//   - "Request canceled" (debug): the client library logs every request
+//     whose context was cancelled as a warning, but hookroom cancels
+//     requests only on purpose: a typing notice it no longer needs, a turn
+//     someone stopped, the long-poll sync and whatever is in flight when
+//     hookroom stops. Whatever a cancellation means for a turn is logged by
+//     hookroom itself. Requests that time out or fail are not touched.
+//   - "Didn't find olm session to encrypt group session" (info): the crypto
+//     library logs it whenever an account first shares its room key with a
+//     device it has no olm session with yet — before it claims a one-time
+//     key and makes one. That is routine (a person's new device; an agent
+//     answering before its sync brought the person's own olm message). If
+//     no session can be made at all, the device is sent a "withheld"
+//     notice, may still request the key, and the person's client reports
+//     the message it cannot decrypt.
+type routineWarnings struct {
 	w     io.Writer
-	debug bool
+	level zerolog.Level // the log's level
 }
 
-var (
-	warnPrefix     = []byte(`{"level":"warn"`)
-	debugPrefix    = []byte(`{"level":"debug"`)
-	canceledSuffix = []byte(`"message":"Request canceled"}`)
-)
+// routine are the warnings routineWarnings rewrites, by the end of their
+// JSON line, and the level they are written at instead.
+var routine = []struct {
+	suffix []byte
+	level  zerolog.Level
+}{
+	{[]byte(`"message":"Request canceled"}`), zerolog.DebugLevel},
+	{[]byte(`"message":"Didn't find olm session to encrypt group session"}`), zerolog.InfoLevel},
+}
 
-func (q quietCancels) Write(p []byte) (int, error) {
-	if bytes.HasPrefix(p, warnPrefix) && bytes.HasSuffix(bytes.TrimRight(p, "\n"), canceledSuffix) {
-		if !q.debug {
+var warnPrefix = []byte(`{"level":"warn"`)
+
+func (q routineWarnings) Write(p []byte) (int, error) {
+	if !bytes.HasPrefix(p, warnPrefix) {
+		return q.w.Write(p)
+	}
+	line := bytes.TrimRight(p, "\n")
+	for _, r := range routine {
+		if !bytes.HasSuffix(line, r.suffix) {
+			continue
+		}
+		if r.level < q.level {
 			return len(p), nil
 		}
-		line := append(append([]byte{}, debugPrefix...), p[len(warnPrefix):]...)
-		if _, err := q.w.Write(line); err != nil {
+		out := append([]byte(`{"level":"`+r.level.String()+`"`), p[len(warnPrefix):]...)
+		if _, err := q.w.Write(out); err != nil {
 			return 0, err
 		}
 		return len(p), nil

@@ -88,6 +88,38 @@ func TestCanceledMatrixRequestsAreDebug(t *testing.T) {
 	}
 }
 
+// The crypto library's warning that an account has no olm session with a
+// device yet, logged on every first share of a room key with a device, is
+// routine: info, not a warning.
+func TestMissingOlmSessionIsInfo(t *testing.T) {
+	for _, tc := range []struct {
+		level, format string
+		want          string // "" when the line must be dropped
+	}{
+		{"warn", "json", ""},
+		{"info", "json", `"level":"info"`},
+		{"info", "console", "INF Didn't find olm session"},
+	} {
+		t.Run(tc.level+"/"+tc.format, func(t *testing.T) {
+			var buf bytes.Buffer
+			log, err := NewLogger(config.Log{Level: tc.level, Format: tc.format}, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// As mautrix logs it (crypto/encryptmegolm.go), with a nil error.
+			log.Warn().Err(nil).Str("target_user_id", "@demo:localhost").Str("target_device_id", "DEV").
+				Msg("Didn't find olm session to encrypt group session")
+			got := buf.String()
+			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("logged as %q, want %q", got, tc.want)
+			}
+			if strings.Contains(got, "warn") || strings.Contains(got, "WRN") {
+				t.Errorf("logged as a warning: %q", got)
+			}
+		})
+	}
+}
+
 func TestLogDurationHasUnits(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		2137 * time.Microsecond:                  "2.14ms",

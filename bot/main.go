@@ -198,7 +198,7 @@ func printTools(w io.Writer, list []AgentTools, asJSON bool) {
 // stopOnSignal returns a context cancelled on SIGINT or SIGTERM. Unlike
 // signal.NotifyContext's, its cause is the plain context.Canceled: requests
 // cut short by a shutdown then read as cancelled (logged at debug by the
-// Matrix client, see quietCancels), not as failed with a "signal received"
+// Matrix client, see routineWarnings), not as failed with a "signal received"
 // error.
 func stopOnSignal() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
