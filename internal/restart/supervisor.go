@@ -158,13 +158,28 @@ func (s *Supervisor[T]) Restarts() int {
 	return s.restarts
 }
 
+// Snapshot returns where the process stands, how many restarts after a
+// crash put an instance in service, and the instance in service (the zero
+// T when none), all read at one moment: a status report made of State,
+// Restarts and Current could mix two.
+func (s *Supervisor[T]) Snapshot() (State, int, T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.restarts, s.cur
+}
+
 // Serve puts a started inst in service and watches its exit, which counts
 // as a crash. After Close it stops inst instead and returns the Closed
-// error.
+// error. Only one instance is in service at a time: while one is, Serve
+// stops inst and returns an error (a caller's mistake).
 func (s *Supervisor[T]) Serve(inst T) error {
 	s.mu.Lock()
-	if s.state == Closed {
+	var zero T
+	if s.state == Closed || s.cur != zero {
 		err := s.unavailable
+		if s.cur != zero {
+			err = fmt.Errorf("%s: failed to serve a second instance: one is in service", s.subject())
+		}
 		s.mu.Unlock()
 		s.starter.Stop(inst)
 		return err

@@ -151,3 +151,32 @@ func TestSupervisorNoRestartAndDrop(t *testing.T) {
 		t.Errorf("after a failure without restarts: %v, %v", err, s.State())
 	}
 }
+
+// One instance is in service at a time: a second Serve stops the new
+// instance and fails, the first stays in service, and Close stops it.
+func TestSupervisorServeWhileServing(t *testing.T) {
+	var logs testkit.Buffer
+	st := &fakeStarter{}
+	s := newTestSupervisor(st, &logs)
+	first, second := newFake(1), newFake(2)
+	if err := s.Serve(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(second); err == nil || !second.stopped() {
+		t.Errorf("second Serve = %v, stopped %v; want an error and the second instance stopped", err, second.stopped())
+	}
+	state, restarts, cur := s.Snapshot()
+	if state != Running || restarts != 0 || cur != first {
+		t.Errorf("Snapshot = %v, %d, %v; want Running, 0, the first instance", state, restarts, cur)
+	}
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs")
+	}
+	if !first.stopped() {
+		t.Error("Close left the first instance running")
+	}
+}

@@ -113,7 +113,8 @@ func zombieOrGone(pid int) bool {
 }
 
 // checkNoGoroutines waits up to 2 s for every goroutine of the process and
-// jsonrpc packages to end.
+// jsonrpc packages, and of the child and restart packages they supervise
+// their process with, to end.
 func checkNoGoroutines(t *testing.T) {
 	t.Helper()
 	var leaked []string
@@ -122,7 +123,8 @@ func checkNoGoroutines(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
 		for _, g := range strings.Split(string(buf), "\n\n") {
-			if strings.Contains(g, "hookroom/plugins/process.") || strings.Contains(g, "hookroom/plugins/process/jsonrpc.") {
+			if strings.Contains(g, "hookroom/plugins/process.") || strings.Contains(g, "hookroom/plugins/process/jsonrpc.") ||
+				strings.Contains(g, "hookroom/internal/child.") || strings.Contains(g, "hookroom/internal/restart.") {
 				leaked = append(leaked, g)
 			}
 		}

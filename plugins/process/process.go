@@ -398,8 +398,9 @@ type Status struct {
 
 // Status reports the plugin's supervision state.
 func (p *Plugin) Status() Status {
-	st := Status{State: stateNames[p.supervisor.State()], Restarts: p.supervisor.Restarts()}
-	if inst, err := p.supervisor.Current(); err == nil {
+	state, restarts, inst := p.supervisor.Snapshot()
+	st := Status{State: stateNames[state], Restarts: restarts}
+	if inst != nil {
 		st.PID = inst.pid
 	}
 	return st
