@@ -60,9 +60,12 @@ func (e *Envelope) clone() {
 	e.MentionedAgents = cloneNonEmpty(e.MentionedAgents)
 }
 
+// cloneNonEmpty returns a private copy of s. An empty s stays empty (nil
+// stays nil) but loses its spare capacity, so that appending to the copy
+// never writes into the caller's backing array.
 func cloneNonEmpty[S ~[]E, E any](s S) S {
 	if len(s) == 0 {
-		return s
+		return s[:0:0]
 	}
 	return slices.Clone(s)
 }

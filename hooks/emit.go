@@ -448,6 +448,9 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 			c.merge(&s.current)
 			return nil
 		}
+		// The next hook starts now, not when this one was given up: the
+		// failure's log line and the observer took their time meanwhile.
+		now = clock()
 		s.cur.Store(cursor(j+1, slotPending))
 		s.w.wakeAt(now, minWake(hooks[j+1:]))
 		s.dispatched = now
@@ -513,6 +516,11 @@ func (s *serialRun[T, P]) runHook(j int, start instant, onEmitter bool) (end ins
 	hc.release()
 	o := result(err, elapsed, h.timeout)
 	s.em.finished(s.parent, h, elapsed, o, err)
+	if o != OutcomeOK || s.em.reg.observer != nil {
+		// What finished did (a failure's log line, the observer) is not
+		// the next hook's time: it starts now.
+		end = clock()
+	}
 	if o != OutcomeOK {
 		return end, h.policy == FailClosed && s.failClosed(h, failureWord(o)), true
 	}

@@ -59,8 +59,11 @@ type waiter struct {
 
 func (w *waiter) init(now instant) {
 	w.index = -1
-	// Only a synctest bubble's clock reads before epoch (see clock).
-	w.bubble = now < 0
+	// Only a synctest bubble's clock has no monotonic reading (Round(0)
+	// strips it). The sign of now is no test: a bubble's instants are
+	// negative only while its fake time stays before the process's start.
+	t := time.Now()
+	w.bubble = t == t.Round(0)
 	switch {
 	case w.bubble:
 		w.sig, w.timer = make(chan struct{}, 1), nil
