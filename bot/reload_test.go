@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/testkit"
 	_ "github.com/hookroom/hookroom/plugins/builtin/all"
 )
@@ -212,4 +213,28 @@ func BenchmarkReload(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// An agent a reload removes stops with agent:stopped naming the rooms it
+// was in, from the configuration it was removed from (the new one has no
+// entry for it).
+func TestRemovedAgentStopsWithItsRooms(t *testing.T) {
+	e := &reloadEnv{turnEnv: &turnEnv{testEnv: newEnv(t), llm: llmtest.NewServer(t), rec: &events{}}}
+	e.person = e.hs.RegisterUser(t, "alice")
+	e.room = createRoom(t, e.person, e.userID("router"), e.userID("helper"))
+	second := fmt.Sprintf("  second:\n    username: %s\n    rooms: [main]\n", e.localpart("second"))
+	e.cfg = e.body("", second)
+	rooms := hooks.Handle(hooks.AgentStopped, "rooms", func(_ context.Context, c *hooks.AgentLifecycleContext) error {
+		e.rec.add(fmt.Sprintf("stopped-in:%s:%s", c.Agent, strings.Join(c.Rooms, ",")))
+		return nil
+	})
+	e.bot = e.run(e.config(e.cfg), Options{Watch: true, ConfigOptions: e.configOptions(),
+		Registry: func(s hooks.Services) (*hooks.Registry, error) {
+			return hooks.NewRegistry([]hooks.Plugin{e.rec.plugin(), {Name: "rooms", Hooks: []hooks.Hook{rooms}}}, hooks.Options{Services: s})
+		}}, e.testLog(zerolog.InfoLevel))
+	e.rec.waitFor(t, "ready:", 3, 60*time.Second) // router, helper, second
+	e.rewrite(e.body("", ""))
+	if got := e.rec.waitFor(t, "stopped-in:second:", 1, 30*time.Second); got[0] != "stopped-in:second:main" {
+		t.Errorf("agent:stopped of the removed agent: %q, want its room main", got[0])
+	}
 }
