@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -284,5 +285,84 @@ func TestStartTurnWithoutTheAgentsAccount(t *testing.T) {
 	b.startTurn(ctx, w, &event.Event{ID: "$m", RoomID: "!r:example.org"}, hooks.Envelope{}, "gone", nil, false)
 	if !strings.Contains(log.String(), "the routed agent has no account") {
 		t.Errorf("log %q, want the refusal", log.String())
+	}
+}
+
+// TestWhatReachesThePipeline: which inbound events hookroom acts on at
+// all. A person's message in a room with an agent runs message:received
+// and is routed to a turn; messages of hookroom's own accounts and of
+// configured bots, of people authorization does not allow, edits and
+// malformed messages are not; a message in a room without agents is
+// received but not answered. Reactions of allowed people reach
+// reaction:received.
+func TestWhatReachesThePipeline(t *testing.T) {
+	const (
+		room  id.RoomID = "!room:example.org"
+		empty id.RoomID = "!empty:example.org"
+		alice id.UserID = "@alice:example.org"
+		eve   id.UserID = "@eve:example.org"
+		bot   id.UserID = "@rss:example.org"
+		agent id.UserID = "@helper:example.org"
+	)
+	text := func(body string) *event.MessageEventContent {
+		return &event.MessageEventContent{MsgType: event.MsgText, Body: body}
+	}
+	edit := text("* fixed")
+	edit.RelatesTo = (&event.RelatesTo{}).SetReplace("$old")
+	tests := []struct {
+		name     string
+		sender   id.UserID
+		room     id.RoomID
+		typ      event.Type
+		content  any
+		raw      map[string]any // instead of content
+		received bool           // message:received or reaction:received fired
+		async    bool           // a turn was started (handled in the background)
+	}{
+		{name: "a person's message", sender: alice, room: room, typ: event.EventMessage, content: text("hello"), received: true, async: true},
+		{name: "a message in a room without agents", sender: alice, room: empty, typ: event.EventMessage, content: text("hello"), received: true},
+		{name: "an agent's own message", sender: agent, room: room, typ: event.EventMessage, content: text("hello")},
+		{name: "a configured bot's message", sender: bot, room: room, typ: event.EventMessage, content: text("hello")},
+		{name: "someone authorization does not allow", sender: eve, room: room, typ: event.EventMessage, content: text("hello")},
+		{name: "an edit", sender: alice, room: room, typ: event.EventMessage, content: edit},
+		{name: "a body that is not a string", sender: alice, room: room, typ: event.EventMessage, raw: map[string]any{"msgtype": "m.text", "body": 42}},
+		{name: "a person's reaction", sender: alice, room: room, typ: event.EventReaction, received: true,
+			content: &event.ReactionEventContent{RelatesTo: *(&event.RelatesTo{}).SetAnnotation("$m", "👍")}},
+		{name: "a reaction of someone not allowed", sender: eve, room: room, typ: event.EventReaction,
+			content: &event.ReactionEventContent{RelatesTo: *(&event.RelatesTo{}).SetAnnotation("$m", "👍")}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			received := 0
+			count := func(context.Context, *hooks.MessageReceivedContext) error { received++; return nil }
+			countReaction := func(context.Context, *hooks.ReactionReceivedContext) error { received++; return nil }
+			ctx, b := unstartedBot(t, fmt.Sprintf(`
+models: {m: {provider: echo}}
+agents: {helper: {model: m}}
+# the bot and the agent would be allowed, were they not bots
+authorization: {global_users: [%q, %q, %q]}
+`, alice, bot, agent), hooks.Handle(hooks.MessageReceived, "count", count), hooks.Handle(hooks.ReactionReceived, "count_reactions", countReaction))
+			w := b.w()
+			w.joined = map[hooks.AgentName][]id.RoomID{"helper": {room}}
+			w.accounts = map[id.UserID]entity{agent: {name: "helper"}}
+			w.cfg.Matrix.BotAccounts = []id.UserID{bot}
+			ev := &event.Event{ID: id.EventID(fmt.Sprintf("$e%d", i)), RoomID: tt.room, Sender: tt.sender, Type: tt.typ}
+			if tt.raw != nil {
+				ev.Content.Raw = tt.raw
+			} else {
+				raw, err := json.Marshal(tt.content)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev.Content.VeryRaw = raw
+			}
+			if err := ev.Content.ParseRaw(ev.Type); err != nil && tt.raw == nil {
+				t.Fatal(err)
+			}
+			async := b.handleEvent(ctx, ev, false)
+			if async != tt.async || (received > 0) != tt.received {
+				t.Errorf("handled in a turn = %v, hooks fired %d times; want %v, %v", async, received, tt.async, tt.received)
+			}
+		})
 	}
 }
