@@ -270,7 +270,16 @@ func TestRecurringScheduleAcrossRestart(t *testing.T) {
 	e.llm.On(llmtest.ModelIs("agent-model"), slices.Repeat([]llmtest.Reply{llmtest.Text("Tick.")}, 20)...)
 	taskID, q := e.schedule("every 3 seconds tick")
 	e.waitTerminal(1)
-	e.restart(func() { time.Sleep(4 * time.Second) }) // down across a due time
+	e.restart(func() { // down across a due time: until the next one has passed
+		s, _ := e.openStore()
+		task, err := s.Get(t.Context(), taskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 10*time.Second, "the next due time passes while hookroom is down", func() bool {
+			return time.Now().After(task.NextRun)
+		})
+	})
 	e.waitTerminal(3)
 	// Stop the schedule, then wait until no firing is in flight, so the
 	// stop below cannot catch one between its claim and its delivery (a
