@@ -223,8 +223,7 @@ func (s *Server) Version() uint64 { return s.version.Load() }
 // false once it was disabled or closed, or while an HTTP server has no
 // session.
 func (s *Server) Healthy() bool {
-	st := s.supervisor.State()
-	return st == restart.Running || st == restart.Restarting
+	return s.supervisor.State().Healthy()
 }
 
 // Disabled reports whether the stdio server was disabled for crashing

@@ -27,6 +27,10 @@ const (
 	Closed
 )
 
+// Healthy reports whether st is running, or restarting after a crash: the
+// process serves, or will again without anyone's help.
+func (st State) Healthy() bool { return st == Running || st == Restarting }
+
 // Instance is what a Supervisor keeps in service: one run of the process
 // (or a session that cannot end by itself).
 type Instance interface {
@@ -150,18 +154,10 @@ func (s *Supervisor[T]) State() State {
 	return s.state
 }
 
-// Restarts returns how many restarts after a crash put an instance in
-// service.
-func (s *Supervisor[T]) Restarts() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.restarts
-}
-
 // Snapshot returns where the process stands, how many restarts after a
 // crash put an instance in service, and the instance in service (the zero
-// T when none), all read at one moment: a status report made of State,
-// Restarts and Current could mix two.
+// T when none), all read at one moment: a status report made of separate
+// reads (State, Current) could mix two.
 func (s *Supervisor[T]) Snapshot() (State, int, T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

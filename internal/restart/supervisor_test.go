@@ -86,7 +86,7 @@ func TestSupervisorRestartsThenDisables(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.crash()
-	testkit.Eventually(t, 5*time.Second, "the restart", func() bool { return s.Restarts() == 1 })
+	testkit.Eventually(t, 5*time.Second, "the restart", func() bool { _, n, _ := s.Snapshot(); return n == 1 })
 	cur, err := s.Current()
 	if err != nil || cur.id != 1 || s.State() != Running {
 		t.Fatalf("after the restart: %v, %v, %v; want instance 1 running", cur, err, s.State())

@@ -368,8 +368,7 @@ func (p *Plugin) RegistryPlugin(source string) hooks.Plugin {
 // crash; false once the plugin was disabled for crashing repeatedly or
 // closed.
 func (p *Plugin) Healthy() bool {
-	st := p.supervisor.State()
-	return st == restart.Running || st == restart.Restarting
+	return p.supervisor.State().Healthy()
 }
 
 // State names of Status.State.
