@@ -47,11 +47,11 @@ type Trace struct {
 	// ID is the store's id (0 until saved).
 	ID int64 `json:"id"`
 	// EventID is the person's message the turn answered.
-	EventID  id.EventID       `json:"event_id"`
-	Agent    hooks.AgentName  `json:"agent"`
-	RoomID   id.RoomID        `json:"room_id"`
-	ThreadID id.EventID       `json:"thread_id,omitempty"`
-	Sender   id.UserID        `json:"sender"`
+	EventID  id.EventID      `json:"event_id"`
+	Agent    hooks.AgentName `json:"agent"`
+	RoomID   id.RoomID       `json:"room_id"`
+	ThreadID id.EventID      `json:"thread_id,omitempty"`
+	Sender   id.UserID       `json:"sender"`
 	// CorrelationID is the id the turn's log lines and hook contexts carry.
 	CorrelationID string `json:"correlation_id,omitempty"`
 	// Replayed is set for a turn run again after a restart.
