@@ -146,11 +146,9 @@ type Approval struct {
 // Delivery kinds.
 const (
 	DeliveryPlaceholder = "placeholder"
+	DeliveryMessage     = "message"
 	DeliveryEdit        = "edit"
-	DeliveryFinal       = "final"
-	DeliveryPart        = "part"
 	DeliveryRedact      = "redact"
-	DeliveryNotice      = "notice"
 )
 
 // Delivery is one message, edit or redaction the turn sent to the room.
@@ -184,10 +182,11 @@ type Recorder struct {
 	done   bool
 }
 
-// NewRecorder starts the trace of a turn that began at started (its
-// message's arrival), with DefaultLimits.
+// NewRecorder starts the trace of a turn whose message arrived at started
+// (its StageReceived), with DefaultLimits.
 func NewRecorder(t Trace, started time.Time) *Recorder {
 	t.Started = started
+	t.Stages = []Stage{{Name: StageReceived}}
 	return &Recorder{t: t, limits: DefaultLimits}
 }
 
