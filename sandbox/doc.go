@@ -6,7 +6,8 @@
 // may also write; everything else on the file system is out of its reach —
 // hookroom's database, its configuration and credentials, other plugins'
 // state, the operator's home directory, /proc (and with it the server's
-// /proc/<pid>/environ). Where the kernel has Landlock ABI 6 the program
+// /proc/<pid>/environ), and /dev but for the few device nodes programs open
+// (/dev/shm, a tmpfs that may hold the database, included). Where the kernel has Landlock ABI 6 the program
 // cannot signal processes outside its sandbox or reach their abstract Unix
 // sockets either. The network is not restricted: plugins call APIs.
 //

@@ -137,13 +137,14 @@ func (p Policy) restrictThread(v int) error {
 	for _, r := range []struct {
 		paths  []string
 		rights uint64
+		flags  int
 	}{
-		{p.ReadOnly, readOnlyRights},
-		{p.ReadWrite, handled},
-		{p.Devices, deviceRights & handled},
+		{p.ReadOnly, readOnlyRights, 0},
+		{p.ReadWrite, handled, 0},
+		{p.Devices, deviceRights & handled, unix.O_NOFOLLOW},
 	} {
 		for _, path := range r.paths {
-			if err := addPathRule(ruleset, path, r.rights&handled); err != nil {
+			if err := addPathRule(ruleset, path, r.rights&handled, r.flags); err != nil {
 				return err
 			}
 		}
@@ -157,9 +158,10 @@ func (p Policy) restrictThread(v int) error {
 	return nil
 }
 
-// addPathRule grants rights beneath path; a missing path is skipped.
-func addPathRule(ruleset int, path string, rights uint64) error {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+// addPathRule grants rights beneath path; a missing path is skipped, and so
+// is a symbolic link opened with O_NOFOLLOW in flags.
+func addPathRule(ruleset int, path string, rights uint64, flags int) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|flags, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES) {
 			return nil
@@ -171,7 +173,11 @@ func addPathRule(ruleset int, path string, rights uint64) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("failed to stat sandbox path %s: %w", path, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+	case unix.S_IFLNK:
+		return nil
+	default:
 		rights &= fileRights
 	}
 	if rights == 0 {

@@ -21,14 +21,28 @@ type Policy struct {
 	// ReadWrite are paths the program may also create, write, rename and
 	// remove files in.
 	ReadWrite []string
-	// Devices are paths (normally /dev) the program may read, write and
-	// send ioctls to, without creating anything there.
+	// Devices are device nodes (or directories of them) the program may
+	// read, write and send ioctls to, without creating anything there.
+	// Symbolic links among them are skipped, not followed: those of /dev
+	// (/dev/fd, /dev/stdin, …) lead into /proc/self, which resolved by the
+	// server would be the server's own.
 	Devices []string
+}
+
+// systemDevices are the device nodes ForProgram grants: the ones programs
+// and interpreters open themselves. Not /dev as a whole: /dev/shm beneath it
+// is a tmpfs that may hold hookroom's data_dir (its database and WAL, with
+// the access tokens) or PostgreSQL's shared memory, and /dev has disks and
+// consoles. /dev/stdin, /dev/stdout, /dev/stderr and /dev/fd/N need no rule:
+// they are symbolic links to a program's own open files, which it keeps
+// whatever they are.
+var systemDevices = []string{
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
 }
 
 // systemReadOnly are the directories a dynamically linked program and the
 // usual interpreters (python3, node, sh) need to start and run: binaries,
-// libraries, the kernel's view of devices, and the few files of /etc that
+// libraries, /sys, and the few files of /etc that
 // name resolution, TLS and locales read. /etc as a whole is not granted:
 // operators keep configuration and secrets there. Neither is /proc:
 // Landlock's path rules cannot tell a program's own /proc/<pid> from the
@@ -47,11 +61,13 @@ var systemReadOnly = []string{
 // ForProgram returns the policy for a plugin program: the system
 // directories read-only, its directory dir read-only, the installation the
 // program executable belongs to read-only (see ProgramRoots), stateDir
-// read-write and /dev for devices. extraRO and extraRW are the operator's
-// additions. Relative or empty entries are ignored by Start's validation;
-// callers resolve them first.
+// read-write, and the device nodes /dev/null, /dev/zero, /dev/full,
+// /dev/random, /dev/urandom and /dev/tty (nothing else of /dev, /dev/shm
+// included). extraRO and extraRW are the operator's additions. Relative or
+// empty entries are ignored by Start's validation; callers resolve them
+// first.
 func ForProgram(program, dir, stateDir string, extraRO, extraRW []string) Policy {
-	p := Policy{Devices: []string{"/dev"}}
+	p := Policy{Devices: slices.Clone(systemDevices)}
 	p.ReadOnly = append(p.ReadOnly, systemReadOnly...)
 	if dir != "" {
 		p.ReadOnly = append(p.ReadOnly, dir)

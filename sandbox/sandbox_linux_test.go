@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +16,9 @@ import (
 )
 
 // The test binary doubles as the confined program: with
-// SANDBOX_TEST_OP=read|write|environ and SANDBOX_TEST_PATH it tries the
-// operation and prints "ok" or the error.
+// SANDBOX_TEST_OP=read|readsome|write|list and SANDBOX_TEST_PATH it tries
+// the operation and prints "ok" or the error. readsome reads a few bytes (of
+// a device such as /dev/urandom that never ends).
 func TestMain(m *testing.M) {
 	if op := os.Getenv("SANDBOX_TEST_OP"); op != "" {
 		path := os.Getenv("SANDBOX_TEST_PATH")
@@ -24,6 +26,12 @@ func TestMain(m *testing.M) {
 		switch op {
 		case "read":
 			_, err = os.ReadFile(path)
+		case "readsome":
+			var f *os.File
+			if f, err = os.Open(path); err == nil {
+				_, err = io.ReadFull(f, make([]byte, 8))
+				f.Close()
+			}
 		case "write":
 			err = os.WriteFile(path, []byte("x"), 0o600)
 		case "list":
