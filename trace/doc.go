@@ -16,5 +16,10 @@
 // hooks, history and replay behave exactly as without it. Everything a
 // trace holds is bounded (Limits) and text is cut on UTF-8 boundaries.
 //
-// trace imports only hooks (for the names of agents and hook modes).
+// Store keeps the traces in the database (SQLite or PostgreSQL): one row
+// per turn, its summary in columns the console's lists filter on and the
+// rest as JSON that the inspector reads.
+//
+// trace imports only hooks (for the names of agents and hook modes) and
+// internal/database (for its tables).
 package trace
