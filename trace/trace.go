@@ -256,6 +256,9 @@ func (r *Recorder) Model(m ModelCall) {
 	m.Error = r.cut(m.Error)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.done {
+		return
+	}
 	r.t.Tokens += m.PromptTokens + m.CompletionTokens
 	if r.full(len(r.t.Models)) {
 		return
