@@ -60,6 +60,9 @@ type Config struct {
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 	// ToolApproval decides which tool calls wait for a person's approval.
 	ToolApproval ToolApproval `yaml:"tool_approval"`
+	// Traces configures the recording of turn traces (what each turn did:
+	// stages, hook runs, model and tool calls, approvals, delivery).
+	Traces Traces `yaml:"traces"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`
@@ -494,7 +497,25 @@ type HTTP struct {
 	// characters; use ${VAR}). Unset: the admin API is off (404). It
 	// reloads live.
 	AdminToken Secret `yaml:"admin_token"`
+	// SessionTTL is how long a sign-in to the operator console (served at
+	// / on the listener when AdminToken is set) lasts. Default 12h. It
+	// reloads live: sessions signed in afterwards get the new length.
+	SessionTTL Duration `yaml:"session_ttl"`
 }
+
+// Traces configures turn traces. The zero value records them and keeps
+// them for 14 days.
+type Traces struct {
+	// Enabled false stops recording traces (those recorded are kept until
+	// they expire). nil means enabled.
+	Enabled *bool `yaml:"enabled"`
+	// Retention is how long a trace is kept. Default 336h (14 days); a
+	// value written must be positive.
+	Retention Duration `yaml:"retention"`
+}
+
+// IsEnabled reports whether traces are recorded (Enabled nil or true).
+func (t Traces) IsEnabled() bool { return t.Enabled == nil || *t.Enabled }
 
 // MinAdminTokenLength is the shortest admin token accepted.
 const MinAdminTokenLength = 16

@@ -22,6 +22,8 @@ const (
 	DefaultAttachmentsPerTurn   = 4
 	DefaultScheduleTimezone     = "UTC"
 	DefaultMissedGrace          = Duration(time.Hour)
+	DefaultTraceRetention       = Duration(14 * 24 * time.Hour)
+	DefaultSessionTTL           = Duration(12 * time.Hour)
 	// DefaultModelName is the model agents and the router use when they name
 	// none and more than one model is configured.
 	DefaultModelName = "default"
@@ -167,6 +169,15 @@ func (c *Config) ApplyDefaults() {
 	if c.Schedules.MissedGrace == 0 {
 		c.Schedules.MissedGrace = DefaultMissedGrace
 	}
+	if c.HTTP.SessionTTL == 0 {
+		c.HTTP.SessionTTL = DefaultSessionTTL
+	}
+	// A retention written as 0 stays 0, and Validate refuses it: 0 would
+	// read as "keep nothing" (or forever); only a missing key means the
+	// default.
+	if c.Traces.Retention == 0 && !c.written("traces.retention") {
+		c.Traces.Retention = DefaultTraceRetention
+	}
 	c.ToolApproval.Rules = nilIfEmpty(c.ToolApproval.Rules)
 	for i, r := range c.ToolApproval.Rules {
 		r.Tools, r.Agents, r.Rooms = nilIfEmpty(r.Tools), nilIfEmpty(r.Agents), nilIfEmpty(r.Rooms)
@@ -193,4 +204,10 @@ func nilIfEmpty[S ~[]E, E any](s S) S {
 		return nil
 	}
 	return s
+}
+
+// written reports whether the key at path was written in the file.
+func (c *Config) written(path string) bool {
+	_, ok := c.lines[path]
+	return ok
 }

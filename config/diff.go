@@ -58,6 +58,11 @@ type Changes struct {
 	AdminToken bool
 	// ToolApproval is set when the tool_approval section changed.
 	ToolApproval bool
+	// SessionTTL is set when http.session_ttl changed (it applies live, to
+	// console sessions signed in from then on).
+	SessionTTL bool
+	// Traces is set when the traces section changed (it applies live).
+	Traces bool
 }
 
 // Diff compares two configurations. A nil old configuration counts as empty
@@ -95,6 +100,8 @@ func Diff(old, new *Config) Changes {
 	ch.HTTPListen = old.HTTP.Address() != new.HTTP.Address()
 	ch.AdminToken = old.HTTP.AdminToken != new.HTTP.AdminToken
 	ch.ToolApproval = !reflect.DeepEqual(old.ToolApproval, new.ToolApproval)
+	ch.SessionTTL = old.HTTP.SessionTTL != new.HTTP.SessionTTL
+	ch.Traces = old.Traces.IsEnabled() != new.Traces.IsEnabled() || old.Traces.Retention != new.Traces.Retention
 	return ch
 }
 
@@ -191,6 +198,7 @@ func (ch Changes) String() string {
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
 		{ch.Usage, "usage"}, {ch.Schedules, "schedules"},
 		{ch.HTTPListen, "http.listen"}, {ch.AdminToken, "http.admin_token"}, {ch.ToolApproval, "tool_approval"},
+		{ch.SessionTTL, "http.session_ttl"}, {ch.Traces, "traces"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

@@ -16,4 +16,11 @@
 // the type Secret, which prints as "REDACTED"; Config.String, MarshalYAML and
 // MarshalJSON write the Redacted form, which also masks secret-looking plugin
 // settings.
+//
+// The operator console edits config.yaml as text, keeping comments and
+// formatting: MaskText shows it with secrets masked, Unmask puts them back
+// into an edited text, Check runs the checks of a load on it (errors at
+// file:line), DiffText previews the change, and WriteFile replaces the
+// file atomically unless it changed on disk since it was read (ErrStale;
+// compare with Hash). See text.go for the sequence.
 package config

@@ -40,6 +40,7 @@ func (c *Config) Clone() *Config {
 		}
 	}
 	n.Defaults.Streaming = clonePtr(c.Defaults.Streaming)
+	n.Traces.Enabled = clonePtr(c.Traces.Enabled)
 	if c.Plugins != nil {
 		n.Plugins = make([]PluginEntry, len(c.Plugins))
 		for i, p := range c.Plugins {

@@ -52,6 +52,7 @@ func (c *Config) validate() ErrorList {
 	v.schedules()
 	v.http()
 	v.toolApproval()
+	v.traces()
 	sortErrors(v.errs)
 	return v.errs
 }
@@ -537,5 +538,14 @@ func (v *validator) http() {
 	}
 	if h.AdminToken.IsSet() && h.Listen == "" {
 		v.errorf("http.admin_token", "has no effect without http.listen")
+	}
+	if h.SessionTTL < 0 {
+		v.errorf("http.session_ttl", "must be positive, not %s (default %s)", h.SessionTTL, DefaultSessionTTL)
+	}
+}
+
+func (v *validator) traces() {
+	if r := v.c.Traces.Retention; r <= 0 {
+		v.errorf("traces.retention", "must be positive, not %s (default %s, 14 days; leave the key out for the default)", r, DefaultTraceRetention)
 	}
 }
