@@ -222,3 +222,41 @@ func (s *Store) ByAgent(ctx context.Context, f Filter) ([]AgentTotals, error) {
 	}
 	return out, nil
 }
+
+// DayTotal is the tokens one person or agent used on one UTC day.
+type DayTotal struct {
+	// Day is the day's start (UTC).
+	Day   time.Time
+	Kind  Scope
+	Name  string
+	Total int64
+	Turns int64
+}
+
+// Days returns the day totals of every person and agent from since's UTC
+// day on, oldest first. The console's usage page calls it.
+func (s *Store) Days(ctx context.Context, since time.Time) ([]DayTotal, error) {
+	rows, err := s.db.Query(ctx, `SELECT day, kind, name, total_tokens, turns FROM usage_day WHERE day >= $1 ORDER BY day, kind, name`,
+		dayKey(since))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the daily token usage: %w", err)
+	}
+	defer rows.Close()
+	var out []DayTotal
+	for rows.Next() {
+		var d DayTotal
+		var day, kind string
+		if err := rows.Scan(&day, &kind, &d.Name, &d.Total, &d.Turns); err != nil {
+			return nil, fmt.Errorf("failed to read the daily token usage: %w", err)
+		}
+		if d.Day, err = time.Parse(time.DateOnly, day); err != nil {
+			return nil, fmt.Errorf("failed to read the daily token usage: bad day %q: %w", day, err)
+		}
+		d.Kind = Scope(kind)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("failed to read the daily token usage: %w", err)
+	}
+	return out, nil
+}

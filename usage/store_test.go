@@ -218,3 +218,42 @@ func TestDayAndMonthBoundaries(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreDays(t *testing.T) {
+	dbtest.ForStores(t, New, func(t *testing.T, _ *dbutil.Database, s *Store) {
+		ctx := t.Context()
+		day := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+		for _, tr := range []Turn{
+			turn("$1", "helper", roomA, alice, 100, 10, day.Add(-time.Hour)), // the day before since
+			turn("$2", "helper", roomA, alice, 200, 20, day.Add(time.Hour)),
+			turn("$3", "coder", roomA, bob, 300, 30, day.Add(2*time.Hour)),
+			turn("$4", "helper", roomB, bob, 400, 40, day.Add(25*time.Hour)),
+		} {
+			if err := s.Record(ctx, tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.Days(ctx, day.Add(30*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := day.AddDate(0, 0, 1)
+		want := []DayTotal{
+			{day, ScopeAgent, "coder", 330, 1},
+			{day, ScopeAgent, "helper", 220, 1},
+			{day, ScopePerson, string(alice), 220, 1},
+			{day, ScopePerson, string(bob), 330, 1},
+			{next, ScopeAgent, "helper", 440, 1},
+			{next, ScopePerson, string(bob), 440, 1},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("Days = %+v, want %+v", got, want)
+		}
+		for i := range want {
+			if !got[i].Day.Equal(want[i].Day) || got[i].Kind != want[i].Kind || got[i].Name != want[i].Name ||
+				got[i].Total != want[i].Total || got[i].Turns != want[i].Turns {
+				t.Errorf("Days[%d] = %+v, want %+v", i, got[i], want[i])
+			}
+		}
+	})
+}
