@@ -169,6 +169,12 @@ func (s *Store) ForTurn(ctx context.Context, source id.EventID) ([]Approval, err
 	return s.query(ctx, selectApproval+`WHERE source_event_id=$1 ORDER BY created_at, id`, string(source))
 }
 
+// Pending returns every pending approval, the earliest deadline first (the
+// console's approvals page).
+func (s *Store) Pending(ctx context.Context) ([]Approval, error) {
+	return s.query(ctx, selectApproval+`WHERE status='pending' ORDER BY expires_at, id`)
+}
+
 // PendingInThread returns the pending approvals of a thread, oldest first.
 func (s *Store) PendingInThread(ctx context.Context, room id.RoomID, thread id.EventID) ([]Approval, error) {
 	return s.query(ctx, selectApproval+`WHERE room_id=$1 AND thread_id=$2 AND status='pending' ORDER BY created_at, id`,

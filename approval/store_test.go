@@ -72,6 +72,9 @@ func TestStore(t *testing.T) {
 		if len(pending) != 1 || pending[0].ID != b.ID {
 			t.Errorf("PendingInThread after a decision = %+v", pending)
 		}
+		if all, err := s.Pending(ctx); err != nil || len(all) != 1 || all[0].ID != b.ID {
+			t.Errorf("Pending after a decision = %+v, %v", all, err)
+		}
 		turn, err := s.ForTurn(ctx, id.EventID("$msg"))
 		if err != nil || len(turn) != 2 || turn[0].ID != a.ID || turn[1].ID != b.ID {
 			t.Errorf("ForTurn = %+v, %v", turn, err)
