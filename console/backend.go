@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/hookroom/hookroom/hooks"
@@ -18,10 +17,6 @@ import (
 // Operator is the name the console gives for a decision an operator made in
 // it (an approval, a cancelled schedule, a saved configuration).
 const Operator = "console (operator)"
-
-// ErrNotFound is what Turns.Get returns for a turn it does not have (never
-// recorded, or pruned); the inspector answers 404.
-var ErrNotFound = errors.New("not found")
 
 // Status answers the overview page.
 type Status interface {
@@ -100,47 +95,21 @@ type Reload struct {
 	Errors  []string
 }
 
-// Turns answers the conversations page and the turn inspector.
+// Turns answers the conversations page and the turn inspector. A
+// *trace.Store is one.
 type Turns interface {
-	// List returns the turns f selects, newest first, at most f.Limit.
-	// It is called for every view of the conversations page and for every
-	// live refresh of its list (every second while the page is open).
-	List(ctx context.Context, f TurnFilter) ([]TurnSummary, error)
-	// Get returns one turn's trace, or an error wrapping ErrNotFound.
+	// List returns the summaries of the turns f selects, newest first, at
+	// most f.Limit. It is called for every view of the conversations page
+	// and for every live refresh of its list (every second while the page
+	// is open).
+	List(ctx context.Context, f trace.Filter) ([]trace.Summary, error)
+	// Get returns one turn's trace, or an error wrapping trace.ErrNotFound
+	// (the inspector answers 404).
 	Get(ctx context.Context, id int64) (*trace.Trace, error)
-	// Facets returns the agents and the outcomes the filter form offers.
-	Facets(ctx context.Context) (agents, outcomes []string, err error)
-}
-
-// TurnFilter selects turns. Empty fields select everything.
-type TurnFilter struct {
-	Agent   string
-	RoomID  string
-	Sender  string
-	Outcome string
-	// Before selects the turns with an ID below it (the "older" cursor);
-	// 0 for the newest.
-	Before int64
-	Limit  int
-}
-
-// TurnSummary is one row of the conversations page.
-type TurnSummary struct {
-	ID       int64
-	EventID  string
-	Agent    string
-	RoomID   string
-	Sender   string
-	Started  time.Time
-	Duration time.Duration
-	Outcome  string
-	Tokens   int
-	// Hooks counts the hook runs; ChangedHooks those that changed their
-	// event, FailedHooks those that failed, timed out or were abandoned.
-	Hooks        int
-	ChangedHooks int
-	FailedHooks  int
-	Replayed     bool
+	// Agents and Outcomes are the choices of the conversation page's
+	// filter.
+	Agents(ctx context.Context) ([]hooks.AgentName, error)
+	Outcomes(ctx context.Context) ([]string, error)
 }
 
 // Hooks answers the hooks page, which refreshes every 2 seconds.

@@ -138,8 +138,14 @@ func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	}
 	c.mux.ServeHTTP(w, r)
 }
+
+// maxForm bounds a POST's body (config.yaml is the largest form).
+const maxForm = 2 << 20
 
 func (c *console) token() string {
 	if c.o.Token == nil {

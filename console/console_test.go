@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookroom/hookroom/console"
 	"github.com/hookroom/hookroom/console/consoletest"
+	"github.com/hookroom/hookroom/trace"
 )
 
 const adminToken = "adm1n-T0KEN-never-rendered"
@@ -577,3 +578,6 @@ func TestActions(t *testing.T) {
 		t.Errorf("saved %q by %v", e.fake.ConfigText, e.fake.Saved)
 	}
 }
+
+// The trace store serves the conversations page and the inspector as it is.
+var _ console.Turns = (*trace.Store)(nil)

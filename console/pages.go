@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/trace"
@@ -30,10 +31,10 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 
 type turnsData struct {
 	Available bool
-	Filter    TurnFilter
-	Agents    []string
+	Filter    trace.Filter
+	Agents    []hooks.AgentName
 	Outcomes  []string
-	Turns     []TurnSummary
+	Turns     []trace.Summary
 	Error     string
 	// Rows is the URL of the list's live refresh; Older the next page's.
 	Rows  string
@@ -45,9 +46,9 @@ type turnsData struct {
 func (c *console) turns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	d := &turnsData{Available: c.o.Turns != nil}
-	d.Filter = TurnFilter{
-		Agent: strings.TrimSpace(q.Get("agent")), RoomID: strings.TrimSpace(q.Get("room")),
-		Sender: strings.TrimSpace(q.Get("person")), Outcome: strings.TrimSpace(q.Get("outcome")),
+	d.Filter = trace.Filter{
+		Agent: hooks.AgentName(strings.TrimSpace(q.Get("agent"))), RoomID: id.RoomID(strings.TrimSpace(q.Get("room"))),
+		Sender: id.UserID(strings.TrimSpace(q.Get("person"))), Outcome: strings.TrimSpace(q.Get("outcome")),
 		Limit: turnPage,
 	}
 	d.Filter.Before, _ = strconv.ParseInt(q.Get("before"), 10, 64)
@@ -59,14 +60,17 @@ func (c *console) turns(w http.ResponseWriter, r *http.Request) {
 			d.Error = "The turns could not be read: see the server's log."
 		}
 		if q.Get("part") != "rows" {
-			d.Agents, d.Outcomes, err = c.o.Turns.Facets(r.Context())
+			d.Agents, err = c.o.Turns.Agents(r.Context())
+			if err == nil {
+				d.Outcomes, err = c.o.Turns.Outcomes(r.Context())
+			}
 			if err != nil {
 				zerolog.Ctx(r.Context()).Error().Err(err).Msg("Failed to list turn facets for the console")
 			}
 		}
 	}
 	v := url.Values{}
-	for k, s := range map[string]string{"agent": d.Filter.Agent, "room": d.Filter.RoomID, "person": d.Filter.Sender, "outcome": d.Filter.Outcome} {
+	for k, s := range map[string]string{"agent": string(d.Filter.Agent), "room": string(d.Filter.RoomID), "person": string(d.Filter.Sender), "outcome": d.Filter.Outcome} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -102,18 +106,18 @@ func (c *console) turn(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, ss, http.StatusNotFound, "Turns are not available.")
 		return
 	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		c.errorPage(w, r, ss, http.StatusNotFound, "There is no such turn.")
 		return
 	}
-	t, err := c.o.Turns.Get(r.Context(), id)
-	if errors.Is(err, ErrNotFound) || (err == nil && t == nil) {
-		c.errorPage(w, r, ss, http.StatusNotFound, fmt.Sprintf("Turn %d is not recorded (or was pruned).", id))
+	t, err := c.o.Turns.Get(r.Context(), n)
+	if errors.Is(err, trace.ErrNotFound) || (err == nil && t == nil) {
+		c.errorPage(w, r, ss, http.StatusNotFound, fmt.Sprintf("Turn %d is not recorded (or was pruned).", n))
 		return
 	}
 	if err != nil {
-		zerolog.Ctx(r.Context()).Error().Err(err).Int64("turn", id).Msg("Failed to read a turn for the console")
+		zerolog.Ctx(r.Context()).Error().Err(err).Int64("turn", n).Msg("Failed to read a turn for the console")
 		c.errorPage(w, r, ss, http.StatusInternalServerError, "The turn could not be read: see the server's log.")
 		return
 	}

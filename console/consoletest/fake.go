@@ -39,7 +39,7 @@ type Fake struct {
 	mu sync.Mutex
 
 	Overview  console.Overview
-	Turns     []console.TurnSummary // newest first
+	Turns     []trace.Summary // newest first
 	Traces    map[int64]*trace.Trace
 	HookInfos []hooks.HookInfo
 	HookStats []hooks.HookStats
@@ -176,17 +176,16 @@ func LargeTrace(n int64, hookRuns int) *trace.Trace {
 	return t
 }
 
-func summarize(t *trace.Trace) console.TurnSummary {
-	s := console.TurnSummary{
-		ID: t.ID, EventID: string(t.EventID), Agent: string(t.Agent), RoomID: string(t.RoomID), Sender: string(t.Sender),
-		Started: t.Started, Duration: t.Duration(), Outcome: t.Outcome, Tokens: t.Tokens, Hooks: len(t.Hooks), Replayed: t.Replayed,
+func summarize(t *trace.Trace) trace.Summary {
+	s := trace.Summary{
+		ID: t.ID, EventID: t.EventID, Agent: t.Agent, RoomID: t.RoomID, ThreadID: t.ThreadID, Sender: t.Sender,
+		CorrelationID: t.CorrelationID, Replayed: t.Replayed, Started: t.Started, Ended: t.Ended, Duration: t.Duration(),
+		Outcome: t.Outcome, Detail: t.Detail, Tokens: t.Tokens, Hooks: len(t.Hooks),
 	}
 	for _, h := range t.Hooks {
-		switch h.Effect {
-		case trace.EffectUnchanged:
-		case trace.EffectFailed, trace.EffectTimedOut, trace.EffectAbandoned:
+		if trace.FailedEffect(h.Effect) {
 			s.FailedHooks++
-		default:
+		} else if trace.ChangedEffect(h.Effect) {
 			s.ChangedHooks++
 		}
 	}
@@ -233,10 +232,10 @@ func (s status) Overview(context.Context) console.Overview {
 
 type turns struct{ f *Fake }
 
-func (t turns) List(_ context.Context, fl console.TurnFilter) ([]console.TurnSummary, error) {
+func (t turns) List(_ context.Context, fl trace.Filter) ([]trace.Summary, error) {
 	t.f.mu.Lock()
 	defer t.f.mu.Unlock()
-	var out []console.TurnSummary
+	var out []trace.Summary
 	for _, s := range t.f.Turns {
 		if (fl.Agent != "" && s.Agent != fl.Agent) || (fl.RoomID != "" && s.RoomID != fl.RoomID) ||
 			(fl.Sender != "" && s.Sender != fl.Sender) || (fl.Outcome != "" && s.Outcome != fl.Outcome) ||
@@ -256,23 +255,35 @@ func (t turns) Get(_ context.Context, n int64) (*trace.Trace, error) {
 	defer t.f.mu.Unlock()
 	tr, ok := t.f.Traces[n]
 	if !ok {
-		return nil, fmt.Errorf("turn %d: %w", n, console.ErrNotFound)
+		return nil, fmt.Errorf("turn %d: %w", n, trace.ErrNotFound)
 	}
 	return tr, nil
 }
 
-func (t turns) Facets(context.Context) (agents, outcomes []string, err error) {
+func (t turns) Agents(context.Context) ([]hooks.AgentName, error) {
 	t.f.mu.Lock()
 	defer t.f.mu.Unlock()
+	var out []hooks.AgentName
 	for _, s := range t.f.Turns {
-		if !slices.Contains(agents, s.Agent) {
-			agents = append(agents, s.Agent)
-		}
-		if !slices.Contains(outcomes, s.Outcome) {
-			outcomes = append(outcomes, s.Outcome)
+		if !slices.Contains(out, s.Agent) {
+			out = append(out, s.Agent)
 		}
 	}
-	return agents, outcomes, nil
+	slices.Sort(out)
+	return out, nil
+}
+
+func (t turns) Outcomes(context.Context) ([]string, error) {
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	var out []string
+	for _, s := range t.f.Turns {
+		if !slices.Contains(out, s.Outcome) {
+			out = append(out, s.Outcome)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 type hookSource struct{ f *Fake }
