@@ -147,3 +147,40 @@ func BenchmarkCollectorSlowHooks(b *testing.B) {
 	}
 	b.ReportMetric(float64(worst.Microseconds())/1000, "worst-ms")
 }
+
+// nopObserver is a RunObserver that does nothing.
+type nopObserver struct{}
+
+func (nopObserver) HookRan(context.Context, hooks.HookRun) {}
+
+// BenchmarkRunObserver runs 10 transformer hooks with a RunObserver: the
+// cost of HookRun.Effect (always computed when there is an observer) and,
+// with WithRunDetail, of HookRun.Change.
+func BenchmarkRunObserver(b *testing.B) {
+	for _, detail := range []bool{false, true} {
+		b.Run(fmt.Sprintf("detail=%v", detail), func(b *testing.B) {
+			hs := make([]hooks.Hook, 10)
+			for i := range hs {
+				hs[i] = hooks.Handle(hooks.MessageBeforeResponse, fmt.Sprintf("h%d", i), func(_ context.Context, c *hooks.BeforeResponseContext) error {
+					c.Draft.Text = "x"
+					return nil
+				})
+			}
+			reg, err := hooks.NewRegistry([]hooks.Plugin{{Name: "bench", Hooks: hs}}, hooks.Options{Observer: nopObserver{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if detail {
+				ctx = hooks.WithRunDetail(ctx)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{Text: "hello", Kind: hooks.ResponseAI}}
+				c.CorrelationID = "bench"
+				_ = hooks.Emit(ctx, reg, hooks.MessageBeforeResponse, c)
+			}
+			reportPerHook(b, 10)
+		})
+	}
+}

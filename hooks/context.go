@@ -40,6 +40,11 @@ type ContextOf[T any] interface {
 	// merge takes the designated mutable fields of a hook's copy after the
 	// hook succeeded in time (collectors: appends its items).
 	merge(from *T)
+	// describe tells what a hook's successful run did to the designated
+	// fields: this is the hook's copy after the run, before what it got
+	// its copy from (for collectors, whose copies start without items,
+	// unused). The Change text is built only with detail.
+	describe(before *T, detail bool) (Effect, string)
 }
 
 // stopper is implemented by contexts whose chain ends early: a gate that

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"time"
@@ -103,6 +104,18 @@ func (c *MessageReceivedContext) isolate() {
 func (c *MessageReceivedContext) merge(from *MessageReceivedContext) {
 	mergeFields(c.mutableFields(), c, from)
 }
+func (c *MessageReceivedContext) describe(b *MessageReceivedContext, detail bool) (Effect, string) {
+	if c.Suppress == b.Suppress {
+		return EffectUnchanged, ""
+	}
+	eff := effect(true, c.Suppress)
+	if !detail {
+		return eff, ""
+	}
+	var ch changes
+	ch.flag("suppress", b.Suppress, c.Suppress)
+	return eff, ch.String()
+}
 
 // ClaimResponse is what a claiming hook answers with.
 type ClaimResponse struct {
@@ -133,6 +146,23 @@ func (c *MessageClaimContext) merge(from *MessageClaimContext) {
 	mergeFields(c.mutableFields(), c, from)
 }
 func (c *MessageClaimContext) stopped() bool { return c.Claimed != nil }
+func (c *MessageClaimContext) describe(b *MessageClaimContext, detail bool) (Effect, string) {
+	switch {
+	case c.Claimed == b.Claimed:
+		return EffectUnchanged, ""
+	case c.Claimed == nil:
+		if !detail {
+			return EffectChanged, ""
+		}
+		return EffectChanged, "claimed: cleared"
+	}
+	if !detail {
+		return EffectClaimed, ""
+	}
+	var ch changes
+	ch.value("claimed", c.Claimed.Text)
+	return EffectClaimed, ch.String()
+}
 
 // MessageEnrichContext is passed to message:enrich hooks (collector, 2 s).
 // It fires after routing chose the agent, before the model call. Hooks run
@@ -160,6 +190,23 @@ func (c *MessageEnrichContext) merge(from *MessageEnrichContext) {
 	mergeFields(c.mutableFields(), c, from)
 }
 
+// describe: the hook's copy starts without items, so its items are the
+// ones it added.
+func (c *MessageEnrichContext) describe(_ *MessageEnrichContext, detail bool) (Effect, string) {
+	if len(c.Items) == 0 {
+		return EffectUnchanged, ""
+	}
+	if !detail {
+		return EffectChanged, ""
+	}
+	return EffectChanged, describeItems(c.Items, func(it EnrichmentItem) string {
+		if it.Transient {
+			return "transient_context"
+		}
+		return "message_context"
+	})
+}
+
 // SystemEnrichContext is passed to system:enrich hooks (collector, 2 s). It
 // fires right after message:enrich. Items added with AddInstruction are
 // rendered into the system prompt for this run only (stable items first).
@@ -179,6 +226,15 @@ func (c *SystemEnrichContext) route() route { return c.Envelope.route() }
 func (c *SystemEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
 func (c *SystemEnrichContext) merge(from *SystemEnrichContext) {
 	mergeFields(c.mutableFields(), c, from)
+}
+func (c *SystemEnrichContext) describe(_ *SystemEnrichContext, detail bool) (Effect, string) {
+	if len(c.Items) == 0 {
+		return EffectUnchanged, ""
+	}
+	if !detail {
+		return EffectChanged, ""
+	}
+	return EffectChanged, describeItems(c.Items, func(EnrichmentItem) string { return "system_context" })
 }
 
 // ResponseKind says who produced a reply.
@@ -241,6 +297,31 @@ func (c *BeforeResponseContext) isolate() {
 func (c *BeforeResponseContext) merge(from *BeforeResponseContext) {
 	mergeFields(c.mutableFields(), c, from)
 }
+func (c *BeforeResponseContext) describe(b *BeforeResponseContext, detail bool) (Effect, string) {
+	d, bd := &c.Draft, &b.Draft
+	text := d.Text != bd.Text
+	extra := !bytes.Equal(nilIfNull(d.Extra), nilIfNull(bd.Extra))
+	trace := !sameTrace(d.ToolTrace, bd.ToolTrace)
+	suppress := d.Suppress != bd.Suppress
+	eff := effect(text || extra || trace || suppress, suppress && d.Suppress)
+	if !detail || eff == EffectUnchanged {
+		return eff, ""
+	}
+	var ch changes
+	if text {
+		ch.text("response_text", bd.Text, d.Text)
+	}
+	if extra {
+		ch.text("extra", string(nilIfNull(bd.Extra)), string(nilIfNull(d.Extra)))
+	}
+	if trace {
+		ch.add(describeTrace(bd.ToolTrace, d.ToolTrace))
+	}
+	if suppress {
+		ch.flag("suppress", bd.Suppress, d.Suppress)
+	}
+	return eff, ch.String()
+}
 
 // FinalDraft is the final text of a streamed reply before its last edit.
 type FinalDraft struct {
@@ -262,6 +343,17 @@ func (c *FinalResponseContext) route() route { return c.Draft.Envelope.route() }
 func (c *FinalResponseContext) isolate()     { c.Draft.Envelope.clone() }
 func (c *FinalResponseContext) merge(from *FinalResponseContext) {
 	mergeFields(c.mutableFields(), c, from)
+}
+func (c *FinalResponseContext) describe(b *FinalResponseContext, detail bool) (Effect, string) {
+	if c.Draft.Text == b.Draft.Text {
+		return EffectUnchanged, ""
+	}
+	if !detail {
+		return EffectChanged, ""
+	}
+	var ch changes
+	ch.text("response_text", b.Draft.Text, c.Draft.Text)
+	return EffectChanged, ch.String()
 }
 
 // DeliveryKind says how the final reply reached the room.
@@ -313,6 +405,9 @@ type AfterResponseContext struct {
 func (c *AfterResponseContext) route() route                { return c.Result.Envelope.route() }
 func (c *AfterResponseContext) isolate()                    { c.Result.Envelope.clone() }
 func (c *AfterResponseContext) merge(*AfterResponseContext) {}
+func (c *AfterResponseContext) describe(*AfterResponseContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // CancelReason says why a turn ended without a clean reply.
 type CancelReason string
@@ -363,6 +458,9 @@ type CancelledContext struct {
 func (c *CancelledContext) route() route            { return c.Info.Envelope.route() }
 func (c *CancelledContext) isolate()                { c.Info.Envelope.clone() }
 func (c *CancelledContext) merge(*CancelledContext) {}
+func (c *CancelledContext) describe(*CancelledContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // AgentLifecycleContext is passed to agent:started (after an account logged
 // in), bot:ready (after its first sync and room joins) and agent:stopped
@@ -387,6 +485,9 @@ func (c *AgentLifecycleContext) isolate() {
 	c.JoinedRooms = cloneNonEmpty(c.JoinedRooms)
 }
 func (c *AgentLifecycleContext) merge(*AgentLifecycleContext) {}
+func (c *AgentLifecycleContext) describe(*AgentLifecycleContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // SessionContext is passed to session:started hooks (observer, 5 s). It
 // fires once when the first turn of a conversation scope (room + thread) is
@@ -408,8 +509,9 @@ type SessionContext struct {
 func (c *SessionContext) route() route {
 	return route{agent: c.Agent, room: c.RoomID, thread: c.ThreadID}
 }
-func (c *SessionContext) isolate()              {}
-func (c *SessionContext) merge(*SessionContext) {}
+func (c *SessionContext) isolate()                                        {}
+func (c *SessionContext) merge(*SessionContext)                           {}
+func (c *SessionContext) describe(*SessionContext, bool) (Effect, string) { return EffectUnchanged, "" }
 
 // ChatMessage is one message of a conversation history.
 type ChatMessage struct {
@@ -458,6 +560,9 @@ func (c *CompactionContext) isolate() {
 	}
 }
 func (c *CompactionContext) merge(*CompactionContext) {}
+func (c *CompactionContext) describe(*CompactionContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // ScheduleFiredContext is passed to schedule:fired hooks (observer, 1 s). It
 // fires when a scheduled task is due, before the router posts its message
@@ -487,6 +592,22 @@ func (c *ScheduleFiredContext) isolate() {}
 func (c *ScheduleFiredContext) merge(from *ScheduleFiredContext) {
 	mergeFields(c.mutableFields(), c, from)
 }
+func (c *ScheduleFiredContext) describe(b *ScheduleFiredContext, detail bool) (Effect, string) {
+	text := c.MessageText != b.MessageText
+	suppress := c.Suppress != b.Suppress
+	eff := effect(text || suppress, suppress && c.Suppress)
+	if !detail || eff == EffectUnchanged {
+		return eff, ""
+	}
+	var ch changes
+	if text {
+		ch.text("message_text", b.MessageText, c.MessageText)
+	}
+	if suppress {
+		ch.flag("suppress", b.Suppress, c.Suppress)
+	}
+	return eff, ch.String()
+}
 
 // ReactionReceivedContext is passed to reaction:received hooks (observer,
 // 500 ms). It fires for a reaction from an authorized person after the
@@ -508,6 +629,9 @@ func (c *ReactionReceivedContext) route() route {
 }
 func (c *ReactionReceivedContext) isolate()                       {}
 func (c *ReactionReceivedContext) merge(*ReactionReceivedContext) {}
+func (c *ReactionReceivedContext) describe(*ReactionReceivedContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // RoomMemberContext is passed to room:member_joined and room:member_left
 // hooks (observer, 3 s). member_joined fires once per room and person,
@@ -535,6 +659,9 @@ func (c *RoomMemberContext) route() route {
 }
 func (c *RoomMemberContext) isolate()                 {}
 func (c *RoomMemberContext) merge(*RoomMemberContext) {}
+func (c *RoomMemberContext) describe(*RoomMemberContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // ConfigReloadedContext is passed to config:reloaded hooks (observer, 5 s).
 // It fires after a new configuration was applied, with what changed (sorted).
@@ -555,6 +682,9 @@ func (c *ConfigReloadedContext) isolate() {
 	c.PluginChanges = cloneNonEmpty(c.PluginChanges)
 }
 func (c *ConfigReloadedContext) merge(*ConfigReloadedContext) {}
+func (c *ConfigReloadedContext) describe(*ConfigReloadedContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // ToolCall describes one tool call of a turn.
 type ToolCall struct {
@@ -624,6 +754,41 @@ func (c *ToolBeforeCallContext) declineUnavailable(reason string) {
 	c.DeclineReason = reason
 }
 
+// describe: a decline beats a request for approval, which beats any other
+// change (a changed reason).
+func (c *ToolBeforeCallContext) describe(b *ToolBeforeCallContext, detail bool) (Effect, string) {
+	declined := c.Declined != b.Declined || c.DeclineReason != b.DeclineReason
+	approval := c.ApprovalRequired != b.ApprovalRequired || c.ApprovalReason != b.ApprovalReason
+	var eff Effect
+	switch {
+	case c.Declined && !b.Declined:
+		eff = EffectDeclined
+	case c.ApprovalRequired && !b.ApprovalRequired:
+		eff = EffectApprovalRequired
+	default:
+		eff = effect(declined || approval, false)
+	}
+	if !detail || eff == EffectUnchanged {
+		return eff, ""
+	}
+	var ch changes
+	switch {
+	case c.Declined && !b.Declined:
+		ch.value("declined", c.DeclineReason)
+	case declined:
+		ch.flag("declined", b.Declined, c.Declined)
+		ch.text("decline_reason", b.DeclineReason, c.DeclineReason)
+	}
+	switch {
+	case c.ApprovalRequired && !b.ApprovalRequired:
+		ch.value("approval_required", c.ApprovalReason)
+	case approval:
+		ch.flag("approval_required", b.ApprovalRequired, c.ApprovalRequired)
+		ch.text("approval_reason", b.ApprovalReason, c.ApprovalReason)
+	}
+	return eff, ch.String()
+}
+
 // ToolAfterCallContext is passed to tool:after_call hooks (observer, 300 ms).
 // It fires after every tool call: when it returned, failed, or was
 // declined (Blocked). Nothing can be changed.
@@ -639,6 +804,9 @@ type ToolAfterCallContext struct {
 func (c *ToolAfterCallContext) route() route                { return c.ToolCall.route() }
 func (c *ToolAfterCallContext) isolate()                    { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolAfterCallContext) merge(*ToolAfterCallContext) {}
+func (c *ToolAfterCallContext) describe(*ToolAfterCallContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // ApprovalDecision is a tool:approval_requested hook's decision.
 type ApprovalDecision string
@@ -690,6 +858,33 @@ func (c *ToolApprovalRequestedContext) declineUnavailable(reason string) {
 	c.Decision, c.DecisionReason = ApprovalDeny, reason
 }
 
+// describe: a denial is EffectDeclined, an approval EffectChanged.
+func (c *ToolApprovalRequestedContext) describe(b *ToolApprovalRequestedContext, detail bool) (Effect, string) {
+	if c.Decision == b.Decision && c.DecisionReason == b.DecisionReason {
+		return EffectUnchanged, ""
+	}
+	eff := EffectChanged
+	if c.Decision == ApprovalDeny && b.Decision != ApprovalDeny {
+		eff = EffectDeclined
+	}
+	if !detail {
+		return eff, ""
+	}
+	var ch changes
+	switch {
+	case c.Decision == b.Decision:
+		ch.text("decision_reason", b.DecisionReason, c.DecisionReason)
+	case c.Decision == ApprovalDeny:
+		ch.value("denied", c.DecisionReason)
+	case c.Decision == ApprovalApprove:
+		ch.value("approved", c.DecisionReason)
+	default:
+		ch.text("decision", string(b.Decision), string(c.Decision))
+		ch.text("decision_reason", b.DecisionReason, c.DecisionReason)
+	}
+	return eff, ch.String()
+}
+
 // ApprovalOutcome is how an approval ended.
 type ApprovalOutcome string
 
@@ -723,6 +918,9 @@ type ToolApprovalResolvedContext struct {
 func (c *ToolApprovalResolvedContext) route() route                       { return c.ToolCall.route() }
 func (c *ToolApprovalResolvedContext) isolate()                           { c.Arguments = cloneNonEmpty(c.Arguments) }
 func (c *ToolApprovalResolvedContext) merge(*ToolApprovalResolvedContext) {}
+func (c *ToolApprovalResolvedContext) describe(*ToolApprovalResolvedContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // CustomEventContext is passed to hooks of custom events (observer, 1 s),
 // which plugins emit with Emit from hooks and tools.
@@ -745,6 +943,9 @@ func (c *CustomEventContext) route() route {
 }
 func (c *CustomEventContext) isolate()                  { c.Payload = cloneNonEmpty(c.Payload) }
 func (c *CustomEventContext) merge(*CustomEventContext) {}
+func (c *CustomEventContext) describe(*CustomEventContext, bool) (Effect, string) {
+	return EffectUnchanged, ""
+}
 
 // guard makes the compiler check that *T satisfies the engine's contract.
 func guard[T any, P ContextOf[T]]() {}

@@ -15,6 +15,12 @@
 // hooks declared with Inline, which never block, run on the emitting
 // goroutine instead and cost no handoff (see docs/hooks.md §3).
 //
+// A RunObserver (Options.Observer) hears about every hook run: its mode,
+// duration and outcome, whether it was abandoned, and its Effect on the
+// event's designated fields; emissions started with a context marked by
+// WithRunDetail also get a short description of the change
+// (HookRun.Change), which costs nothing otherwise.
+//
 // hooks imports nothing else from hookroom. Host services that hooks may call
 // (sending a message, room state, the admin facade) are interfaces defined here
 // and implemented by the bot.

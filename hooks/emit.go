@@ -38,6 +38,9 @@ type emission struct {
 	correlationID string
 	log           *zerolog.Logger
 	depth         int // the emission's depth; its hooks run at depth+1
+	// detail: the registry has an observer and ctx was marked with
+	// WithRunDetail, so HookRun.Change is computed.
+	detail bool
 }
 
 // Emit runs the hooks of ev that apply to c, in the event's mode, on the
@@ -87,6 +90,9 @@ func Emit[T any, P ContextOf[T]](ctx context.Context, reg *Registry, ev Event[T]
 		base.CorrelationID = ev.info.name + ":" + strconv.FormatUint(rand.Uint64(), 36)
 	}
 	em := emission{reg: reg, info: ev.info, route: rt, correlationID: base.CorrelationID, log: zerolog.Ctx(ctx), depth: depth}
+	if reg.observer != nil {
+		em.detail = runDetail(ctx)
+	}
 	if ev.info.mode == Collector {
 		return collect[T, P](ctx, em, hooks, c)
 	}
@@ -176,13 +182,34 @@ func result(err error, elapsed, timeout time.Duration) Outcome {
 	return OutcomeOK
 }
 
+// runNote is what the observer learns of a hook run besides its outcome:
+// for a successful run its effect (computed only when the registry has an
+// observer; the change only for an emission with detail), for a timed-out
+// one whether it was abandoned.
+type runNote struct {
+	effect    Effect
+	change    string
+	abandoned bool
+}
+
+// abandonedRun is the note of an abandoned run.
+var abandonedRun = runNote{abandoned: true}
+
+// note returns the runNote of hook copy cp's successful run, before being
+// what it got its copy from. Only runs with an observer call it.
+func note[T any, P ContextOf[T]](em *emission, cp P, before *T) runNote {
+	eff, change := cp.describe(before, em.detail)
+	return runNote{effect: eff, change: change}
+}
+
 // finished records a hook run: statistics, the failure log, the observer.
-func (em *emission) finished(ctx context.Context, h *registered, elapsed time.Duration, o Outcome, err error) {
+func (em *emission) finished(ctx context.Context, h *registered, elapsed time.Duration, o Outcome, err error, n runNote) {
 	h.stats.record(elapsed, o)
 	if o == OutcomeOK {
 		if em.reg.observer != nil {
 			em.reg.observer.HookRan(ctx, HookRun{Event: em.info.name, Plugin: h.plugin.name, Hook: h.name,
-				CorrelationID: em.correlationID, Duration: elapsed, Outcome: o})
+				CorrelationID: em.correlationID, Mode: em.info.mode, Duration: elapsed, Outcome: o,
+				Effect: n.effect, Change: n.change})
 		}
 		return
 	}
@@ -192,7 +219,8 @@ func (em *emission) finished(ctx context.Context, h *registered, elapsed time.Du
 	logFailure(em, h, o, err, elapsed)
 	if em.reg.observer != nil {
 		em.reg.observer.HookRan(ctx, HookRun{Event: em.info.name, Plugin: h.plugin.name, Hook: h.name,
-			CorrelationID: em.correlationID, Duration: elapsed, Outcome: o, Err: err})
+			CorrelationID: em.correlationID, Mode: em.info.mode, Duration: elapsed, Outcome: o,
+			Abandoned: n.abandoned, Err: err})
 	}
 }
 
@@ -433,7 +461,7 @@ func serial[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*re
 		s.w.cancel()
 		em := &s.em
 		h.stats.abandoned.Add(1)
-		em.finished(ctx, h, now.sub(sl.start), OutcomeTimeout, nil)
+		em.finished(ctx, h, now.sub(sl.start), OutcomeTimeout, nil, abandonedRun)
 		own := &s.owns[j]
 		own.done.Store(true)
 		own.hc.release()
@@ -515,7 +543,11 @@ func (s *serialRun[T, P]) runHook(j int, start instant, onEmitter bool) (end ins
 	}
 	hc.release()
 	o := result(err, elapsed, h.timeout)
-	s.em.finished(s.parent, h, elapsed, o, err)
+	var n runNote
+	if o == OutcomeOK && s.em.reg.observer != nil {
+		n = note[T, P](&s.em, P(cp), &s.current)
+	}
+	s.em.finished(s.parent, h, elapsed, o, err, n)
 	if o != OutcomeOK || s.em.reg.observer != nil {
 		// What finished did (a failure's log line, the observer) is not
 		// the next hook's time: it starts now.
@@ -706,7 +738,7 @@ func collect[T any, P ContextOf[T]](ctx context.Context, em emission, hooks []*r
 			abandoned = true
 			h := hooks[j]
 			h.stats.abandoned.Add(1)
-			s.em.finished(ctx, h, now.sub(sl.start), OutcomeTimeout, nil)
+			s.em.finished(ctx, h, now.sub(sl.start), OutcomeTimeout, nil, abandonedRun)
 			sl.hc.release()
 			if int(s.next.Load()) < n {
 				s.w.start(s) // replace the worker stuck in the abandoned hook
@@ -832,7 +864,11 @@ func (s *collectRun[T, P]) runSlot(j int, sl *slot[T], shared bool) bool {
 	}
 	hc.release()
 	o := result(err, elapsed, h.timeout)
-	s.em.finished(s.parent, h, elapsed, o, err)
+	var n runNote
+	if o == OutcomeOK && s.em.reg.observer != nil {
+		n = note[T, P](&s.em, P(cp), &s.src)
+	}
+	s.em.finished(s.parent, h, elapsed, o, err, n)
 	if o == OutcomeOK {
 		sl.ok = true
 	}

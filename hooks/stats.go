@@ -54,15 +54,88 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
+// Effect is what a hook run did to the designated fields of its event's
+// context, as far as it counts: only a run that succeeded in time has one.
+type Effect uint8
+
+const (
+	// EffectNone: the run did not succeed (error, timeout, panic), so it
+	// changed nothing.
+	EffectNone Effect = iota
+	// EffectUnchanged: the run succeeded and left every designated field as
+	// it got it (a collector hook that added no item; every hook of an
+	// event without designated fields).
+	EffectUnchanged
+	// EffectChanged: the run changed a designated field (a transformer's
+	// text, an observer's message_text, a collector's items, a gate's
+	// approval of the call, a cleared suppression).
+	EffectChanged
+	// EffectSuppressed: an observer or transformer set suppress.
+	EffectSuppressed
+	// EffectClaimed: a message:claim hook claimed the message.
+	EffectClaimed
+	// EffectDeclined: a gate declined (tool:before_call) or denied
+	// (tool:approval_requested) the call.
+	EffectDeclined
+	// EffectApprovalRequired: a tool:before_call hook asked for a
+	// person's approval.
+	EffectApprovalRequired
+)
+
+var effectNames = [...]string{"none", "unchanged", "changed", "suppressed", "claimed", "declined", "approval_required"}
+
+func (e Effect) String() string {
+	if int(e) < len(effectNames) {
+		return effectNames[e]
+	}
+	return "unknown"
+}
+
 // HookRun describes one finished hook run, for a RunObserver.
 type HookRun struct {
 	Event, Plugin, Hook, CorrelationID string
-	Duration                           time.Duration
-	Outcome                            Outcome
+	// Mode is the event's mode.
+	Mode     Mode
+	Duration time.Duration
+	Outcome  Outcome
+	// Abandoned: the run passed its deadline and had not returned when the
+	// emission gave up on it (Outcome is OutcomeTimeout); false for a run
+	// that returned, late or not, and for Inline hooks, which are waited
+	// for.
+	Abandoned bool
 	// Err is what the hook returned (a *PanicError when it panicked,
 	// ErrHookTimeout when it passed its deadline without an error of its
 	// own); nil when it succeeded.
 	Err error
+	// Effect is what the run did to the event's designated fields,
+	// compared with what the hook got: EffectNone unless Outcome is
+	// OutcomeOK.
+	Effect Effect
+	// Change describes the change in a few words, e.g.
+	// `response_text: "Hello" → "Hello!"`, `suppress: false → true`,
+	// `+2 items: message_context "weather", message_context "time"`,
+	// `declined: "reason"`, `claimed: "answer"` (several fields joined by
+	// "; ", each value cut to about 120 bytes). It is computed only for
+	// emissions whose context was marked with WithRunDetail, and is ""
+	// otherwise and for runs without an effect.
+	Change string
+}
+
+// runDetailKey marks an emission's context.Context: see WithRunDetail.
+type runDetailKey struct{}
+
+// WithRunDetail returns ctx marked so that the emissions started with it
+// (and the emissions nested in their hooks, which inherit the context)
+// tell the registry's RunObserver what each successful hook changed
+// (HookRun.Change). Without the mark, HookRun.Change stays empty and costs
+// nothing; HookRun.Effect is set either way.
+func WithRunDetail(ctx context.Context) context.Context {
+	return context.WithValue(ctx, runDetailKey{}, true)
+}
+
+// runDetail reports whether ctx was marked with WithRunDetail.
+func runDetail(ctx context.Context) bool {
+	return ctx.Value(runDetailKey{}) != nil
 }
 
 // RunObserver is told about every hook run: metrics exporters, tracing and
