@@ -92,6 +92,9 @@ type Options struct {
 	// Token returns the admin API's bearer token at the time of each
 	// request (it reloads live); "" turns the admin API off (404).
 	Token func() string
+	// Console, when set, is the operator console, served at / (every path
+	// the listener's own routes do not take). It guards itself.
+	Console http.Handler
 }
 
 // Handler returns the listener's routes.
@@ -133,6 +136,9 @@ func Handler(o Options) http.Handler {
 		writeJSON(w, status, res)
 	})
 	mux.Handle("/api/", guard(o.Token, api))
+	if o.Console != nil {
+		mux.Handle("/", o.Console)
+	}
 	return mux
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/trace"
 )
 
 // Human approval of tool calls (tool_approval). A call that needs approval
@@ -147,6 +148,7 @@ func (t *turn) approve(ctx context.Context, req agents.ApprovalRequest) (bool, s
 			return false, "", err
 		}
 	}
+	t.trace.Approval(trace.Approval{ID: a.ID, Tool: a.Tool, Decision: string(a.Status), DecidedBy: a.DecidedBy})
 	return verdict(a)
 }
 
@@ -459,7 +461,7 @@ func (b *Bot) answerCardReaction(ctx context.Context, w *world, ev *event.Event,
 		}
 		return false
 	}
-	return b.answer(ctx, w, ev.Sender, a, d, "")
+	return b.answer(ctx, w, ev.Sender, answeredAt(ev), a, d, "")
 }
 
 // answerReply handles a message that reads as an answer ("approve",
@@ -497,14 +499,25 @@ func (b *Bot) answerReply(ctx context.Context, w *world, ev *event.Event, msg *e
 	})
 	for _, a := range pending {
 		if w.mayDecide(ev.Sender, a) {
-			return b.answer(ctx, w, ev.Sender, a, d, reason)
+			return b.answer(ctx, w, ev.Sender, answeredAt(ev), a, d, reason)
 		}
 	}
 	return false
 }
 
-// answer applies a person's decision to a, when they may make it.
-func (b *Bot) answer(ctx context.Context, w *world, user id.UserID, a approval.Approval, d approval.Decision, reason string) bool {
+// answeredAt is when a person answered with ev: the time their homeserver
+// received it. An answer given while hookroom was down counts from then,
+// not from when hookroom read it.
+func answeredAt(ev *event.Event) time.Time {
+	if ev.Timestamp <= 0 {
+		return time.Now()
+	}
+	return time.UnixMilli(ev.Timestamp)
+}
+
+// answer applies a person's decision, given at at, to a, when they may
+// make it.
+func (b *Bot) answer(ctx context.Context, w *world, user id.UserID, at time.Time, a approval.Approval, d approval.Decision, reason string) bool {
 	log := zerolog.Ctx(ctx)
 	if a.Status != approval.Pending {
 		log.Debug().Str("approval", a.ID).Msg("ignoring an answer to a decided approval")
@@ -514,9 +527,8 @@ func (b *Bot) answer(ctx context.Context, w *world, user id.UserID, a approval.A
 		log.Info().Str("approval", a.ID).Stringer("user", user).Msg("ignoring an approval answer from someone who may not decide it")
 		return false
 	}
-	if time.Now().After(a.ExpiresAt) {
-		// Too late (its turn is not waiting: hookroom was down, or the
-		// agent is gone): the deadline decided.
+	if at.After(a.ExpiresAt) {
+		// Too late: the deadline decided.
 		b.resolveApproval(ctx, w, a, approval.Expired, "", "nobody answered before the deadline")
 		return true
 	}

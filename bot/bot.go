@@ -15,11 +15,13 @@ import (
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/approval"
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/console"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/mcp"
 	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/schedule"
+	"github.com/hookroom/hookroom/trace"
 	"github.com/hookroom/hookroom/tracking"
 	tokens "github.com/hookroom/hookroom/usage" // "usage" is the CLI text in main.go
 )
@@ -50,6 +52,9 @@ type Options struct {
 	// once per EditInterval while the model streams.
 	PlaceholderDelay time.Duration
 	EditInterval     time.Duration
+	// Logs, when set, keeps the recent log lines for the console's logs
+	// page (the logger writes to it; see NewLogger).
+	Logs *console.LogBuffer
 }
 
 // Bot is one running hookroom server: the router and agent accounts, their
@@ -80,6 +85,8 @@ type Bot struct {
 	sched         *schedule.Store
 	schedRunner   *schedule.Runner
 	approvals     *approval.Store
+	traces        *trace.Store // turn traces (the console's inspector)
+	traceW        *traceWriter // saves them; nil until Run starts it
 	approvalWaits approvalWaiters
 	turns         turnQueues
 	turnsByEvent  turnIndex
@@ -175,6 +182,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	b.schedRunner.Grace = b.scheduleGrace
 	b.approvals = approval.New(db.Database)
 	if err := b.approvals.Upgrade(ctx); err != nil {
+		return nil, b.closeWith(err)
+	}
+	b.traces = trace.New(db.Database)
+	if err := b.traces.Upgrade(ctx); err != nil {
 		return nil, b.closeWith(err)
 	}
 	if b.w().models, b.w().specs, err = buildModels(cfg); err != nil {
@@ -293,6 +304,9 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.syncs.add(b, e)
 	}
 	go b.prune(runCtx)
+	b.traceW = newTraceWriter(b.traces, b.log)
+	go b.traceW.run(context.WithoutCancel(runCtx), func() time.Duration { return b.w().cfg.Traces.Retention.Std() })
+	defer b.traceW.close() // after the last turn ended (below), before the database closes
 	setPresence(runCtx, b.w().accounts, event.PresenceOnline)
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); b.runSchedules(runCtx) }()

@@ -23,7 +23,10 @@ import (
 // Durations are written with their unit ("took=2.1ms" in the console
 // format, "took":"2.1ms" in JSON) wherever hookroom logs one; see
 // logDuration.
-func NewLogger(cfg config.Log, w io.Writer) (zerolog.Logger, error) {
+//
+// Each line is also written, as JSON, to every writer in tee (the
+// console's LogBuffer).
+func NewLogger(cfg config.Log, w io.Writer, tee ...io.Writer) (zerolog.Logger, error) {
 	if w == nil {
 		w = os.Stderr
 	}
@@ -39,6 +42,13 @@ func NewLogger(cfg config.Log, w io.Writer) (zerolog.Logger, error) {
 	var out io.Writer = zerolog.SyncWriter(w)
 	if cfg.Format == "console" {
 		out = zerolog.ConsoleWriter{Out: out, TimeFormat: time.TimeOnly, NoColor: !colourful(w)}
+	}
+	if len(tee) > 0 {
+		ws := []io.Writer{out}
+		for _, t := range tee {
+			ws = append(ws, zerolog.SyncWriter(t))
+		}
+		out = zerolog.MultiLevelWriter(ws...)
 	}
 	out = routineWarnings{w: out, level: level}
 	return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/console"
 )
 
 const usage = `hookroom — a Matrix chat-agent server with a hook engine
@@ -110,7 +111,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		printErrors(stderr, err)
 		return 1
 	}
-	log, err := NewLogger(cfg.Log, stderr)
+	logs := console.NewLogBuffer(console.DefaultLogLines)
+	log, err := NewLogger(cfg.Log, stderr, logs)
 	if err != nil {
 		fmt.Fprintf(stderr, "hookroom: %v\n", err)
 		return 1
@@ -162,7 +164,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		printTools(stdout, b.Tools(), *asJSON)
 		return 0
 	}
-	b, err := New(ctx, cfg, Options{Watch: true})
+	b, err := New(ctx, cfg, Options{Watch: true, Logs: logs})
 	if err != nil {
 		logErrors(&log, zerolog.ErrorLevel, err, "failed to start")
 		return 1

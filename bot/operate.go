@@ -15,10 +15,12 @@ import (
 	"github.com/hookroom/hookroom/admin"
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/console"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/metrics"
 	"github.com/hookroom/hookroom/plugins"
+	"github.com/hookroom/hookroom/trace"
 )
 
 // This file wires hookroom's operations surface: the metrics, the HTTP
@@ -32,6 +34,8 @@ type operations struct {
 	// running is set once every account runs its sync loop, until the
 	// shutdown begins; stopping from then on.
 	running, stopping atomic.Bool
+	// reloads are the last reloads, for the console's overview.
+	reloads reloadLog
 }
 
 // newMetrics creates the metrics of b; the scrape-time sources read the
@@ -89,6 +93,7 @@ func (b *Bot) startHTTP(ctx context.Context) error {
 		Backend: adminBackend{b},
 		Metrics: b.ops.metrics.Handler(),
 		Token:   func() string { return b.w().cfg.HTTP.AdminToken.Reveal() },
+		Console: b.consoleHandler(),
 	})
 	if err != nil {
 		return err
@@ -251,11 +256,17 @@ func nonNil(s []string) []string {
 // the reload in the metrics.
 func (b *Bot) Reload(ctx context.Context, force bool) (ReloadReport, error) {
 	rep, err := b.reload(ctx, force)
+	entry := console.Reload{At: time.Now(), OK: err == nil}
 	if err != nil {
 		b.ops.metrics.Reload(metrics.ReloadFailed)
+		for _, e := range splitErrors(err) {
+			entry.Errors = append(entry.Errors, e.Error())
+		}
 	} else {
 		b.ops.metrics.Reload(metrics.ReloadOK)
+		entry.Summary = rep.Summary()
 	}
+	b.ops.reloads.add(entry)
 	return rep, err
 }
 
@@ -281,6 +292,7 @@ func arrivalFrom(ctx context.Context) time.Time {
 // inbox: each stage once, the outcome once.
 type turnStages struct {
 	m       *metrics.Metrics
+	rec     *trace.Recorder // the turn's trace, which records the stages too
 	arrived time.Time
 	seen    [4]atomic.Bool // by index in metrics.Stages
 	ended   atomic.Bool
@@ -299,6 +311,7 @@ func (c *turnStages) mark(stage metrics.Stage) {
 	if i < 0 || c.seen[i].Swap(true) {
 		return
 	}
+	c.rec.Stage(string(stage))
 	c.m.TurnStage(stage, time.Since(c.arrived))
 }
 
@@ -338,19 +351,27 @@ func (b *Bot) countModel(agent hooks.AgentName, providerModel string, model agen
 }
 
 func (c countedModel) Stream(ctx context.Context, req *agents.Request) (agents.Stream, error) {
+	start := time.Now()
+	rec := trace.From(ctx)
 	s, err := c.Model.Stream(ctx, req)
 	if err != nil {
 		c.m.ModelRequest(c.agent, c.model, ctx.Err() == nil)
+		rec.Model(trace.ModelCall{Model: c.model, At: rec.Since() - time.Since(start), Latency: time.Since(start), Error: err.Error()})
 		return nil, err
 	}
-	return &countedStream{Stream: s, c: c, ctx: ctx}, nil
+	return &countedStream{Stream: s, c: c, ctx: ctx, rec: rec, call: trace.ModelCall{Model: c.model, At: rec.Since()}, start: start}, nil
 }
 
+// countedStream counts a model request and records it in the turn's
+// trace when it ends.
 type countedStream struct {
 	agents.Stream
 	c       countedModel
 	ctx     context.Context
 	counted bool
+	rec     *trace.Recorder
+	call    trace.ModelCall
+	start   time.Time
 }
 
 func (s *countedStream) Recv() (agents.Event, error) {
@@ -358,11 +379,15 @@ func (s *countedStream) Recv() (agents.Event, error) {
 	switch {
 	case err == nil && ev.Kind == agents.EventUsage:
 		s.c.m.Tokens(s.c.agent, s.c.model, ev.Usage.PromptTokens, ev.Usage.CompletionTokens, ev.Usage.CachedTokens)
+		s.call.PromptTokens, s.call.CompletionTokens, s.call.CachedTokens = ev.Usage.PromptTokens, ev.Usage.CompletionTokens, ev.Usage.CachedTokens
+	case err == nil && ev.Kind == agents.EventFinish:
+		s.call.FinishReason = string(ev.FinishReason)
 	case errors.Is(err, io.EOF):
 		s.count(false)
 	case err != nil:
 		// A stream cut short by the turn's end (🛑, shutdown) is not the
 		// model's failure.
+		s.call.Error = err.Error()
 		s.count(s.ctx.Err() == nil)
 	}
 	return ev, err
@@ -379,4 +404,6 @@ func (s *countedStream) count(failed bool) {
 	}
 	s.counted = true
 	s.c.m.ModelRequest(s.c.agent, s.c.model, failed)
+	s.call.Latency = time.Since(s.start)
+	s.rec.Model(s.call)
 }

@@ -38,7 +38,7 @@ func (b *Bot) loadPlugins(ctx context.Context, cfg *config.Config, prev *plugins
 // registryOptions are the host services; the engine settings and the
 // allowlists come from the plugin set's configuration.
 func (b *Bot) registryOptions() hooks.Options {
-	return hooks.Options{Services: b.services.bind(), Previous: b.live.Load()}
+	return hooks.Options{Services: b.services.bind(), Previous: b.live.Load(), Observer: traceObserver{}}
 }
 
 // pluginTool adapts a plugin's tool to the agents' tool interface.

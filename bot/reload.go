@@ -65,6 +65,7 @@ func (r ReloadReport) Summary() string {
 		{c.Models, "models"}, {c.Router, "router"}, {c.RouterProfile, "router profile"}, {c.Authorization, "authorization"},
 		{c.Defaults, "defaults"}, {c.Hooks, "hooks"}, {c.Attachments, "attachments"},
 		{c.Usage, "usage"}, {c.Schedules, "schedules"}, {c.ToolApproval, "tool_approval"},
+		{c.Traces, "traces"}, {c.SessionTTL, "http.session_ttl"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

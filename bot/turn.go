@@ -17,6 +17,7 @@ import (
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/metrics"
+	"github.com/hookroom/hookroom/trace"
 	"github.com/hookroom/hookroom/tracking"
 )
 
@@ -90,6 +91,7 @@ type turn struct {
 	modelCalls int
 
 	stages        *turnStages     // stage latencies and the outcome, for the metrics
+	trace         *trace.Recorder // the turn's trace for the console (nil: not recorded)
 	parent        context.Context // the turn's context before its deadline and stop
 	clock         *turnClock      // the turn's deadline, paused while it waits for approvals
 	usedApprovals []string        // approvals this run asked for (ids)
@@ -148,6 +150,13 @@ func (t *turn) finish(ctx, parent context.Context) {
 				detail: "hookroom stopped before the turn ended; the message is answered after the restart"}
 		}
 	}
+	outcome := string(e.reason)
+	if e.answered {
+		outcome = responseOutcome(e.kind)
+	}
+	if !e.unhandled { // a turn left for the restart is recorded when it runs again
+		t.b.traceW.add(t.trace.Finish(outcome, e.detail))
+	}
 	if !e.stored && !e.unhandled {
 		if err := t.markHandled(ctx); err != nil {
 			t.log.Error().Err(err).Msg("failed to mark the message handled")
@@ -191,6 +200,10 @@ func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.
 		log:    zerolog.Ctx(ctx).With().Str("agent", string(agent)).Logger(),
 		stages: newTurnStages(ctx, b.ops.metrics),
 	}
+	if t.trace = b.newTraceRecorder(ctx, t); t.trace != nil {
+		t.acct = tracedAccount{replyAccount: acct, rec: t.trace}
+		t.stages.rec = t.trace
+	}
 	t.stages.mark(metrics.StageRouted)
 	return t
 }
@@ -200,6 +213,9 @@ func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.
 func (t *turn) run(parent context.Context) {
 	// The turn's deadline does not count the time it waits for a person's
 	// approval of a tool call.
+	if t.trace != nil {
+		parent = hooks.WithRunDetail(trace.WithRecorder(parent, t.trace))
+	}
 	t.parent = parent
 	ctx, expire := context.WithCancelCause(parent)
 	defer expire(nil)
@@ -268,7 +284,7 @@ func (t *turn) run(parent context.Context) {
 		Model: t.model(), Messages: msgs, Tools: t.b.toolsFor(t.w, t.agent),
 		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
 		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
-		OnText: t.onText, NeedsApproval: t.needsApproval, Approve: t.approve,
+		OnText: t.onText, OnToolCall: t.onToolCall, NeedsApproval: t.needsApproval, Approve: t.approve,
 	})
 	t.spent(res)
 	stopDelivery()

@@ -108,7 +108,7 @@ func (e *turnEnv) turnOptions(extra ...hooks.Hook) Options {
 		PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond,
 		ConfigOptions: e.configOptions(),
 		Registry: func(s hooks.Services) (*hooks.Registry, error) {
-			return hooks.NewRegistry([]hooks.Plugin{e.rec.plugin(), {Name: "test", Hooks: hs}}, hooks.Options{Services: s})
+			return hooks.NewRegistry([]hooks.Plugin{e.rec.plugin(), {Name: "test", Hooks: hs}}, hooks.Options{Services: s, Observer: traceObserver{}})
 		},
 	}
 }
