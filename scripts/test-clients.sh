@@ -10,6 +10,8 @@
 #   scripts/test-clients.sh install-mcp   `npm ci` in mcp/mcptest/filesystem: the reference MCP
 #                                         filesystem server (@modelcontextprotocol/server-filesystem,
 #                                         pinned by the committed package-lock.json) that the MCP tests run
+#   scripts/test-clients.sh install-browser  Debian's chromium (apt), the headless browser the
+#                                         console's tests drive (internal/browsertest); root or sudo
 #
 # Unattended (no stdin) and idempotent: a step that is already done costs a check. install-js and
 # install-mcp run npm ci again only when package.json, package-lock.json or the node version changed
@@ -26,22 +28,33 @@ readonly NODE_MIN_MAJOR=20
 say() { printf 'test-clients.sh: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
-install_nio() {
-  if /usr/bin/python3 -c 'import nio, olm' 2>/dev/null; then return 0; fi
+# apt_install PACKAGE...: installs Debian packages unattended, refreshing the package lists only
+# when apt does not know one of them yet (a fresh machine).
+apt_install() {
   local sudo=()
   if [[ $(id -u) -ne 0 ]]; then sudo=(sudo -n); fi
   apt_get() { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q "$@" </dev/null; }
-  # Refresh the package lists only when apt does not know a package yet (a fresh machine).
   local p
-  for p in python3-matrix-nio python3-olm; do
+  for p in "$@"; do
     if ! apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
       apt_get update
       break
     fi
   done
-  apt_get install -y python3-matrix-nio python3-olm
+  apt_get install -y "$@"
+}
+
+install_nio() {
+  if /usr/bin/python3 -c 'import nio, olm' 2>/dev/null; then return 0; fi
+  apt_install python3-matrix-nio python3-olm
   /usr/bin/python3 -c 'import nio, olm' ||
     die "python3-matrix-nio and python3-olm installed but /usr/bin/python3 cannot import nio and olm"
+}
+
+install_browser() {
+  if command -v chromium >/dev/null; then return 0; fi
+  apt_install chromium
+  command -v chromium >/dev/null || die "chromium installed but not on PATH"
 }
 
 install_js() {
@@ -88,9 +101,10 @@ install_mcp() {
 }
 
 case "${1:-}" in
-install) install_nio; install_js; install_mcp ;;
+install) install_nio; install_js; install_mcp; install_browser ;;
 install-nio) install_nio ;;
 install-js) install_js ;;
 install-mcp) install_mcp ;;
-*) echo "usage: $0 install | install-nio | install-js | install-mcp" >&2; exit 2 ;;
+install-browser) install_browser ;;
+*) echo "usage: $0 install | install-nio | install-js | install-mcp | install-browser" >&2; exit 2 ;;
 esac
