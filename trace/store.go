@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -168,11 +169,14 @@ func placeholders(first, n int) string {
 var insertQuery = "INSERT INTO trace_turn (" + insertColumns + ") VALUES " +
 	placeholders(1, insertColumnCount) + " RETURNING id"
 
-// Save stores t and returns its id; t itself is not changed. A turn calls
+// Save stores t and returns its id; t itself is not changed (its ID is
+// ignored). A turn calls
 // it once, when it has ended (after Recorder.Finish). Saving a turn of the
 // same message and agent again (a replay after a restart) stores a second
 // run with a higher id. Started and Ended are kept to the millisecond.
-// Save joins the transaction ctx carries, if any.
+// Save joins the transaction ctx carries, if any (dbutil.Database.DoTxn on
+// the same database); on PostgreSQL that transaction then holds the row of
+// the count until it ends, so keep it short.
 func (s *Store) Save(ctx context.Context, t *Trace) (int64, error) {
 	if t == nil {
 		return 0, errors.New("failed to save trace: no trace")
@@ -182,7 +186,14 @@ func (s *Store) Save(ctx context.Context, t *Trace) (int64, error) {
 		return 0, fmt.Errorf("failed to save trace of %s by %s: %w", t.EventID, t.Agent, err)
 	}
 	var traceID int64
-	if err := s.db.QueryRow(ctx, insertQuery, args...).Scan(&traceID); err != nil {
+	err = s.db.DoTxn(ctx, nil, func(ctx context.Context) error {
+		if err := s.db.QueryRow(ctx, insertQuery, args...).Scan(&traceID); err != nil {
+			return err
+		}
+		_, err := s.db.Exec(ctx, "UPDATE trace_count SET turns = turns + 1 WHERE id = 1")
+		return err
+	})
+	if err != nil {
 		return 0, fmt.Errorf("failed to save trace of %s by %s: %w", t.EventID, t.Agent, err)
 	}
 	return traceID, nil
@@ -243,6 +254,16 @@ func (s *Store) Get(ctx context.Context, traceID int64) (*Trace, error) {
 // f.Before. Each filter is served by an index, so a page costs the same
 // however many traces there are.
 func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
+	q, args := f.query()
+	out, err := s.summaries(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list traces: %w", err)
+	}
+	return out, nil
+}
+
+// query renders the query List runs for f, with its arguments.
+func (f Filter) query() (string, []any) {
 	var (
 		conds []string
 		args  []any
@@ -275,12 +296,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
-	q += " ORDER BY id DESC LIMIT " + strconv.Itoa(limit)
-	out, err := s.summaries(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("failed to list traces: %w", err)
-	}
-	return out, nil
+	return q + " ORDER BY id DESC LIMIT " + strconv.Itoa(limit), args
 }
 
 // ForEvent returns the summaries of every run for the message eventID (one
@@ -312,6 +328,10 @@ func (s *Store) summaries(ctx context.Context, q string, args ...any) ([]Summary
 	return out, rows.Err()
 }
 
+// pruneQuery deletes a batch of the traces that ended before $1.
+var pruneQuery = `DELETE FROM trace_turn WHERE id IN (
+	SELECT id FROM trace_turn WHERE ended < $1 LIMIT ` + strconv.Itoa(pruneBatch) + `)`
+
 // Prune deletes the traces that ended before before and returns how many
 // it deleted; the retention loop calls it periodically (before: now minus
 // the retention). It deletes at most pruneBatch rows per statement, each
@@ -320,12 +340,18 @@ func (s *Store) summaries(ctx context.Context, q string, args ...any) ([]Summary
 func (s *Store) Prune(ctx context.Context, before time.Time) (int64, error) {
 	var total int64
 	for {
-		res, err := s.db.Exec(ctx, `DELETE FROM trace_turn WHERE id IN (
-			SELECT id FROM trace_turn WHERE ended < $1 LIMIT `+strconv.Itoa(pruneBatch)+`)`, before.UnixMilli())
-		if err != nil {
-			return total, fmt.Errorf("failed to prune traces: %w", err)
-		}
-		n, err := res.RowsAffected()
+		var n int64
+		err := s.db.DoTxn(ctx, nil, func(ctx context.Context) error {
+			res, err := s.db.Exec(ctx, pruneQuery, before.UnixMilli())
+			if err != nil {
+				return err
+			}
+			if n, err = res.RowsAffected(); err != nil || n == 0 {
+				return err
+			}
+			_, err = s.db.Exec(ctx, "UPDATE trace_count SET turns = turns - $1 WHERE id = 1", n)
+			return err
+		})
 		if err != nil {
 			return total, fmt.Errorf("failed to prune traces: %w", err)
 		}
@@ -336,26 +362,34 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int64, error) {
 	}
 }
 
-// Count returns the number of traces kept; the console's overview shows it.
+// Count returns the number of traces kept; the console's overview shows
+// it. It reads the count Save and Prune keep (one row), not the traces.
 func (s *Store) Count(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.db.QueryRow(ctx, "SELECT COUNT(*) FROM trace_turn").Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, "SELECT turns FROM trace_count WHERE id = 1").Scan(&n); err != nil {
 		return 0, fmt.Errorf("failed to count traces: %w", err)
 	}
 	return n, nil
 }
 
-// distinct returns the distinct values of column (indexed), sorted, with a
+// distinctQuery selects the distinct values of column, one index lookup
+// per value.
+func distinctQuery(column string) string {
+	return `
+		WITH RECURSIVE v(x) AS (
+			SELECT MIN(` + column + `) FROM trace_turn
+			UNION ALL
+			SELECT (SELECT MIN(` + column + `) FROM trace_turn WHERE ` + column + ` > v.x) FROM v WHERE v.x IS NOT NULL
+		)
+		SELECT x FROM v WHERE x IS NOT NULL`
+}
+
+// distinct returns the distinct values of column (indexed), sorted by
+// their bytes (as Go sorts, whatever the database's collation), with a
 // loose index scan: one index lookup per value, however many rows there
 // are (neither SQLite nor PostgreSQL skips through an index for DISTINCT).
 func (s *Store) distinct(ctx context.Context, column string) ([]string, error) {
-	rows, err := s.db.Query(ctx, `
-		WITH RECURSIVE v(x) AS (
-			SELECT MIN(`+column+`) FROM trace_turn
-			UNION ALL
-			SELECT (SELECT MIN(`+column+`) FROM trace_turn WHERE `+column+` > v.x) FROM v WHERE v.x IS NOT NULL
-		)
-		SELECT x FROM v WHERE x IS NOT NULL ORDER BY x`)
+	rows, err := s.db.Query(ctx, distinctQuery(column))
 	if err != nil {
 		return nil, err
 	}
@@ -368,6 +402,7 @@ func (s *Store) distinct(ctx context.Context, column string) ([]string, error) {
 		}
 		out = append(out, v)
 	}
+	slices.Sort(out)
 	return out, rows.Err()
 }
 

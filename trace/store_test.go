@@ -1,9 +1,13 @@
 package trace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,6 +168,56 @@ func TestStoreSaveRoundsToMilliseconds(t *testing.T) {
 		list, err := s.List(t.Context(), Filter{})
 		if err != nil || len(list) != 1 || list[0].Duration != time.Millisecond {
 			t.Errorf("List = %+v, %v; want one trace of 1ms", list, err)
+		}
+	})
+}
+
+// A trace saved inside a transaction that rolls back is not kept, nor
+// counted.
+func TestStoreSaveJoinsTransaction(t *testing.T) {
+	forStores(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		boom := errors.New("boom")
+		var traceID int64
+		err := s.db.DoTxn(ctx, nil, func(ctx context.Context) error {
+			var err error
+			if traceID, err = s.Save(ctx, sample(1)); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("DoTxn = %v", err)
+		}
+		if _, err := s.Get(ctx, traceID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get after rollback: %v, want ErrNotFound", err)
+		}
+		if n, err := s.Count(ctx); err != nil || n != 0 {
+			t.Errorf("Count after rollback = %d, %v; want 0", n, err)
+		}
+	})
+}
+
+// Turns end at once: concurrent saves all land, with distinct ids, and
+// are all counted.
+func TestStoreSaveConcurrent(t *testing.T) {
+	forStores(t, func(t *testing.T, s *Store) {
+		const n = 20
+		ids := make([]int64, n)
+		wins, errs := dbtest.Race(n, func(i int) (bool, error) {
+			traceID, err := s.Save(t.Context(), sample(i))
+			ids[i] = traceID
+			return err == nil, err
+		})
+		if wins != n || len(errs) != 0 {
+			t.Fatalf("%d of %d saves succeeded: %v", wins, n, errs)
+		}
+		slices.Sort(ids)
+		if len(slices.Compact(ids)) != n {
+			t.Errorf("ids %v not distinct", ids)
+		}
+		if c, err := s.Count(t.Context()); err != nil || c != n {
+			t.Errorf("Count = %d, %v; want %d", c, err, n)
 		}
 	})
 }
@@ -401,4 +455,58 @@ func TestStorePrune(t *testing.T) {
 			}
 		}
 	})
+}
+
+// On SQLite every query of the store reads through an index (no full scan
+// but the newest-first walk of the primary key that LIMIT stops, no sort),
+// so it costs the same with 100,000 traces as with ten. The benchmarks log
+// PostgreSQL's plans (go test -v -bench).
+func TestStoreQueryPlans(t *testing.T) {
+	s := New(dbtest.SQLite.Fresh(t))
+	if err := s.Upgrade(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := s.Save(t.Context(), sample(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type query struct {
+		name, q string
+		args    []any
+		want    string // in the plan
+	}
+	var queries []query
+	for _, f := range []Filter{
+		{Agent: "a"}, {RoomID: roomA}, {Sender: alice}, {Outcome: "error"},
+		{Agent: "a", Before: 5}, {Sender: alice, Before: 5, Limit: 500},
+		{Agent: "a", RoomID: roomA}, {Agent: "a", RoomID: roomA, Sender: alice, Outcome: "error", Before: 5},
+	} {
+		q, args := f.query()
+		queries = append(queries, query{fmt.Sprintf("list %+v", f), q, args, "USING INDEX trace_turn_"})
+	}
+	q, args := Filter{}.query()
+	queries = append(queries, query{"list", q, args, "SCAN trace_turn"})
+	q, args = Filter{Before: 5}.query()
+	queries = append(queries,
+		query{"list before", q, args, "USING INTEGER PRIMARY KEY"},
+		query{"get", "SELECT " + summaryColumns + ", details FROM trace_turn WHERE id = $1", []any{1}, "USING INTEGER PRIMARY KEY"},
+		query{"for event", "SELECT " + summaryColumns + " FROM trace_turn WHERE event_id = $1 ORDER BY id", []any{"$1"}, "USING INDEX trace_turn_event_idx"},
+		query{"prune", pruneQuery, []any{0}, "USING COVERING INDEX trace_turn_ended_idx"},
+		query{"agents", distinctQuery("agent"), nil, "USING COVERING INDEX trace_turn_agent_idx"},
+		query{"outcomes", distinctQuery("outcome"), nil, "USING COVERING INDEX trace_turn_outcome_idx"},
+	)
+	for _, qu := range queries {
+		lines, err := planLines(t.Context(), s, "EXPLAIN QUERY PLAN "+qu.q, qu.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", qu.name, err)
+		}
+		plan := strings.Join(lines, "\n")
+		if !strings.Contains(plan, qu.want) || strings.Contains(plan, "TEMP B-TREE FOR ORDER BY") ||
+			(qu.want != "SCAN trace_turn" && regexp.MustCompile(`SCAN trace_turn($|\n)`).MatchString(plan)) {
+			t.Errorf("%s: plan\n%s\nwant %s, no full scan, no sort", qu.name, plan, qu.want)
+		} else {
+			t.Logf("%s:\n%s", qu.name, plan)
+		}
+	}
 }
