@@ -65,7 +65,7 @@ func (r ReloadReport) Summary() string {
 		{c.Models, "models"}, {c.Router, "router"}, {c.RouterProfile, "router profile"}, {c.Authorization, "authorization"},
 		{c.Defaults, "defaults"}, {c.Hooks, "hooks"}, {c.Attachments, "attachments"},
 		{c.Usage, "usage"}, {c.Schedules, "schedules"}, {c.ToolApproval, "tool_approval"},
-		{c.Traces, "traces"}, {c.SessionTTL, "http.session_ttl"},
+		{c.Traces, "traces"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)
@@ -111,6 +111,9 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	}
 	if rep.Config.Log {
 		rep.NeedsRestart = append(rep.NeedsRestart, "log")
+	}
+	if rep.Config.SessionTTL {
+		rep.NeedsRestart = append(rep.NeedsRestart, "http.session_ttl")
 	}
 	if rep.Config.HTTPListen {
 		rep.NeedsRestart = append(rep.NeedsRestart, "http.listen")

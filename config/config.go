@@ -498,8 +498,8 @@ type HTTP struct {
 	// reloads live.
 	AdminToken Secret `yaml:"admin_token"`
 	// SessionTTL is how long a sign-in to the operator console (served at
-	// / on the listener when AdminToken is set) lasts. Default 12h. It
-	// reloads live: sessions signed in afterwards get the new length.
+	// / on the listener when AdminToken is set) lasts. Default 12h.
+	// Changing it takes a restart.
 	SessionTTL Duration `yaml:"session_ttl"`
 }
 

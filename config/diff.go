@@ -58,8 +58,8 @@ type Changes struct {
 	AdminToken bool
 	// ToolApproval is set when the tool_approval section changed.
 	ToolApproval bool
-	// SessionTTL is set when http.session_ttl changed (it applies live, to
-	// console sessions signed in from then on).
+	// SessionTTL is set when http.session_ttl changed (it takes a
+	// restart).
 	SessionTTL bool
 	// Traces is set when the traces section changed (it applies live).
 	Traces bool
