@@ -52,16 +52,21 @@ func percentile(d []time.Duration, p int) time.Duration {
 // their sync, next to the bare homeserver round trip (the same send
 // arriving in an observer's sync) in the same run. people=1: one person
 // sends 100 messages one after the other; people=10: ten people, each in
-// their own room with the agent, send 10 each at the same time.
+// their own room with the agent, send 10 each at the same time. traces=off
+// turns off recording the turn traces (traces.enabled: false), to compare
+// what recording them costs.
 //
 //	go test -tags goolm -run XXX -bench TurnLatency -benchtime 1x ./bot/
 func BenchmarkTurnLatency(b *testing.B) {
 	for _, people := range []int{1, 10} {
-		b.Run(fmt.Sprintf("people=%d", people), func(b *testing.B) { benchTurnLatency(b, people, 100/people) })
+		for _, traces := range []bool{false, true} {
+			name := fmt.Sprintf("people=%d/traces=%s", people, map[bool]string{false: "off", true: "on"}[traces])
+			b.Run(name, func(b *testing.B) { benchTurnLatency(b, people, 100/people, traces) })
+		}
 	}
 }
 
-func benchTurnLatency(b *testing.B, people, turnsEach int) {
+func benchTurnLatency(b *testing.B, people, turnsEach int, traces bool) {
 	e := newEnv(b)
 	llm := llmtest.NewServerWith(b, []llmtest.Option{llmtest.Instant(), llmtest.WithFallback(llmtest.Text("ok"))})
 	observer := e.hs.RegisterUser(b, "observer")
@@ -78,10 +83,14 @@ func benchTurnLatency(b *testing.B, people, turnsEach int) {
 		admins = append(admins, p.UserID)
 	}
 	entries, names := roomsByID("main", rooms)
-	cfg := e.configAgents(agentSetup{LLM: llm.URL, Rooms: entries, AgentRooms: names, Admins: admins})
+	top := ""
+	if !traces {
+		top = "traces:\n  enabled: false\n"
+	}
+	cfg := e.configAgents(agentSetup{LLM: llm.URL, Rooms: entries, AgentRooms: names, Admins: admins, Top: top})
 	var rec events
 	e.start(cfg, &rec, Options{Registry: func(s hooks.Services) (*hooks.Registry, error) {
-		return hooks.NewRegistry([]hooks.Plugin{rec.plugin()}, hooks.Options{Services: s})
+		return hooks.NewRegistry([]hooks.Plugin{rec.plugin()}, hooks.Options{Services: s, Observer: traceObserver{}})
 	}})
 	// The observer sees every room; its arrivals are sorted by room.
 	observed := map[id.RoomID]chan *event.Event{}

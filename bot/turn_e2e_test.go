@@ -75,6 +75,12 @@ func newTurnEnv(t *testing.T, agentNames []string, agentYAML string, extra ...ho
 // then sections such as database (none: SQLite in data_dir), http or
 // mcp_servers.
 func newTurnEnvOn(t *testing.T, top string, agentNames []string, agentYAML string, extra ...hooks.Hook) *turnEnv {
+	return newTurnEnvWith(t, nil, top, agentNames, agentYAML, extra...)
+}
+
+// newTurnEnvWith is newTurnEnvOn with prepare called on the environment
+// and its Options just before hookroom starts.
+func newTurnEnvWith(t *testing.T, prepare func(*turnEnv), top string, agentNames []string, agentYAML string, extra ...hooks.Hook) *turnEnv {
 	e := &turnEnv{testEnv: newEnv(t), llm: llmtest.NewServer(t), rec: &events{}}
 	e.person = e.hs.RegisterUser(t, "alice")
 	invite := []id.UserID{e.userID("router")}
@@ -89,6 +95,9 @@ func newTurnEnvOn(t *testing.T, top string, agentNames []string, agentYAML strin
 		Extra: "router:\n  model: router\n",
 	}.body(e.testEnv)
 	e.opts = e.turnOptions(extra...)
+	if prepare != nil {
+		prepare(e)
+	}
 	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
 	return e
 }
