@@ -98,7 +98,7 @@ func (s consoleStatus) Overview(ctx context.Context) console.Overview {
 		configured[rid] = true
 		rc := w.cfg.Rooms[key]
 		o.Rooms = append(o.Rooms, console.Room{ID: string(rid), Alias: string(rc.FullAlias(w.cfg.Matrix.ServerName)),
-			Name: rc.Name, Encrypted: rc.Encrypted(), Agents: agentsIn[rid]})
+			Name: rc.Name, Encrypted: b.roomEncrypted(ctx, rid), Agents: agentsIn[rid]})
 	}
 	for rid, names := range agentsIn {
 		if !configured[rid] {

@@ -87,6 +87,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 		"routed", "first_token", "final", // stages
 		"polish", "changed", `"It is late." → "It is late. (checked)"`, // the transformer's change
 		"no-clock", "declined", "the clock is off limits", // the gate
+		"message:received", "unchanged", // before the turn: the recorder's observer
 		"agent-model", "current_time", // the model requests and the declined tool call
 	} {
 		if !strings.Contains(inspector, want) {

@@ -141,6 +141,9 @@ func (b *Bot) handleMessage(ctx context.Context, w *world, ev *event.Event, repl
 		env.AgentName = d.agent
 	}
 	cmd, isCommand := parseCommand(env.Body)
+	// What happens to the message before its turn begins (message:received,
+	// the router) is recorded for the turn's trace (newTraceRecorder).
+	ctx = b.withPreTurnTrace(ctx, w)
 	reg := b.live.Load()
 	if reg.Has(hooks.MessageReceived.Name()) {
 		c := &hooks.MessageReceivedContext{Envelope: env}

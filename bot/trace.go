@@ -21,15 +21,31 @@ import (
 // the traceWriter, which saves it in the background. Recording never
 // blocks or changes a turn.
 
-// newTraceRecorder starts the trace of t; nil when traces are off.
+// withPreTurnTrace returns ctx carrying a recorder for what happens to a
+// person's message before its turn begins (message:received hooks, the
+// router's model request); each turn the message starts forks it
+// (newTraceRecorder). ctx is returned as it is when traces are off.
+func (b *Bot) withPreTurnTrace(ctx context.Context, w *world) context.Context {
+	if b.traces == nil || !w.cfg.Traces.IsEnabled() {
+		return ctx
+	}
+	return hooks.WithRunDetail(trace.WithRecorder(ctx, trace.NewRecorder(trace.Trace{}, arrivalFrom(ctx))))
+}
+
+// newTraceRecorder starts the trace of t, with what was recorded for its
+// message before (withPreTurnTrace); nil when traces are off.
 func (b *Bot) newTraceRecorder(ctx context.Context, t *turn) *trace.Recorder {
 	if b.traces == nil || !t.w.cfg.Traces.IsEnabled() {
 		return nil
 	}
-	return trace.NewRecorder(trace.Trace{
+	tr := trace.Trace{
 		EventID: t.ev.ID, Agent: t.agent, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID,
 		Sender: t.env.RequesterID, CorrelationID: string(t.ev.ID), Replayed: t.replayed,
-	}, arrivalFrom(ctx))
+	}
+	if pre := trace.From(ctx); pre != nil {
+		return pre.Fork(tr)
+	}
+	return trace.NewRecorder(tr, arrivalFrom(ctx))
 }
 
 // traceObserver adds every hook run of a traced turn to its trace.

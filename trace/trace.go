@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -188,6 +189,28 @@ func NewRecorder(t Trace, started time.Time) *Recorder {
 	t.Started = started
 	t.Stages = []Stage{{Name: StageReceived}}
 	return &Recorder{t: t, limits: DefaultLimits}
+}
+
+// Fork starts the trace of a turn with what r recorded so far (the hooks
+// and model requests that ran for its message before the turn began:
+// message:received, the router), keeping r's start. r itself is left as it
+// is, so that each turn a message starts gets a trace of its own. A nil r
+// forks nothing: Fork returns nil.
+func (r *Recorder) Fork(t Trace) *Recorder {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t.Started = r.t.Started
+	t.Stages = slices.Clone(r.t.Stages)
+	t.Hooks = slices.Clone(r.t.Hooks)
+	t.Models = slices.Clone(r.t.Models)
+	t.Tools = slices.Clone(r.t.Tools)
+	t.Approvals = slices.Clone(r.t.Approvals)
+	t.Delivery = slices.Clone(r.t.Delivery)
+	t.Tokens, t.Dropped = r.t.Tokens, r.t.Dropped
+	return &Recorder{t: t, limits: r.limits}
 }
 
 type recorderKey struct{}

@@ -219,3 +219,30 @@ func TestRecorderConcurrent(t *testing.T) {
 		t.Errorf("frozen traces differ: %d/%d hooks, %d/%d deliveries", len(a.Hooks), len(b.Hooks), len(a.Delivery), len(b.Delivery))
 	}
 }
+
+func TestFork(t *testing.T) {
+	start := time.Now().Add(-time.Second)
+	pre := NewRecorder(Trace{}, start)
+	pre.Hook(HookRun{Event: "message:received", Plugin: "p", Hook: "h", Effect: EffectChanged})
+	pre.Model(ModelCall{Model: "router", PromptTokens: 10, CompletionTokens: 2})
+
+	a := pre.Fork(Trace{Agent: "a"})
+	b := pre.Fork(Trace{Agent: "b"})
+	a.Hook(HookRun{Event: "message:enrich", Plugin: "p", Hook: "e"})
+	ta, tb := a.Finish(OutcomeResponded, ""), b.Finish(OutcomeResponded, "")
+	if !ta.Started.Equal(start) || ta.Agent != "a" || tb.Agent != "b" {
+		t.Errorf("forks: %+v / %+v", ta, tb)
+	}
+	if len(ta.Hooks) != 2 || len(tb.Hooks) != 1 || ta.Hooks[0].Event != "message:received" || tb.Tokens != 12 {
+		t.Errorf("fork a has %d hooks, fork b %d hooks and %d tokens; want 2, 1, 12", len(ta.Hooks), len(tb.Hooks), tb.Tokens)
+	}
+	if len(ta.Stages) != 1 || ta.Stages[0].Name != StageReceived {
+		t.Errorf("fork stages %+v", ta.Stages)
+	}
+	if pre.Finish("", "").Hooks[0].Event != "message:received" || len(pre.Finish("", "").Hooks) != 1 {
+		t.Error("forking changed the original")
+	}
+	if (*Recorder)(nil).Fork(Trace{}) != nil {
+		t.Error("a nil recorder forked")
+	}
+}
