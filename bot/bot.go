@@ -293,6 +293,13 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	b.emitLifecycle(ctx, hooks.AgentStarted, "")
 
+	// Turn traces are saved from before the first turn (a replayed one)
+	// until after the last ended (the deferred close runs after
+	// b.turns.wait below), before the database closes.
+	b.traceW = newTraceWriter(b.traces, b.log)
+	go b.traceW.run(context.WithoutCancel(ctx), func() time.Duration { return b.w().cfg.Traces.Retention.Std() })
+	defer b.traceW.close()
+
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := b.dispatch.replay(runCtx); err != nil {
@@ -304,9 +311,6 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.syncs.add(b, e)
 	}
 	go b.prune(runCtx)
-	b.traceW = newTraceWriter(b.traces, b.log)
-	go b.traceW.run(context.WithoutCancel(runCtx), func() time.Duration { return b.w().cfg.Traces.Retention.Std() })
-	defer b.traceW.close() // after the last turn ended (below), before the database closes
 	setPresence(runCtx, b.w().accounts, event.PresenceOnline)
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); b.runSchedules(runCtx) }()

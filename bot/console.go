@@ -70,7 +70,7 @@ type consoleStatus struct{ b *Bot }
 func (s consoleStatus) Overview(ctx context.Context) console.Overview {
 	b := s.b
 	a := adminBackend{b}
-	o := console.Overview{Version: Version, Reloads: b.ops.reloads.list()}
+	o := console.Overview{Version: versionLine(), Reloads: b.ops.reloads.list()}
 	o.Reasons = a.Ready(ctx)
 	o.Ready = len(o.Reasons) == 0
 	w := b.w()

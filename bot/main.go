@@ -36,42 +36,56 @@ Docs: README.md, docs/hooks.md, config.example.yaml
 // is one (go install …@v1.2.3).
 var Version = "dev"
 
-// versionLine describes this build for `hookroom version`: the version,
-// the VCS revision and time the binary was built from (and whether the
-// tree had local changes), and the Go version.
-func versionLine() string {
-	v := Version
+// buildInfo names this binary: the version (Version, or the module version
+// of a go install …@v1.2.3 build), the VCS revision and time it was built
+// from, whether the tree had local changes, and the Go version. hookroom
+// version, the console and hookroom_build_info all report it.
+type buildInfo struct {
+	version, revision, at, goVersion string
+	modified                         bool
+}
+
+func readBuildInfo() buildInfo {
+	b := buildInfo{version: Version}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "hookroom " + v
+		return b
 	}
-	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		v = info.Main.Version
+	b.goVersion = info.GoVersion
+	if b.version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		b.version = info.Main.Version
 	}
-	var rev, at string
-	modified := false
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			b.revision = s.Value
 		case "vcs.time":
-			at = s.Value
+			b.at = s.Value
 		case "vcs.modified":
-			modified = s.Value == "true"
+			b.modified = s.Value == "true"
 		}
 	}
-	line := "hookroom " + v
-	if rev != "" {
-		line += " (revision " + rev[:min(len(rev), 12)]
-		if at != "" {
-			line += ", " + at
+	return b
+}
+
+// versionLine describes this build for `hookroom version`.
+func versionLine() string {
+	b := readBuildInfo()
+	line := "hookroom " + b.version
+	if b.revision != "" {
+		line += " (revision " + b.revision[:min(len(b.revision), 12)]
+		if b.at != "" {
+			line += ", " + b.at
 		}
-		if modified {
+		if b.modified {
 			line += ", modified"
 		}
 		line += ")"
 	}
-	return line + " " + info.GoVersion
+	if b.goVersion != "" {
+		line += " " + b.goVersion
+	}
+	return line
 }
 
 // Main is the hookroom command line. It returns the process exit code.

@@ -58,17 +58,15 @@ func (b *Bot) newMetrics() *metrics.Metrics {
 			}
 			return out
 		},
-		Build: metrics.BuildInfo{Version: buildVersion()},
+		Build: metricsBuild(),
 	})
 }
 
-// buildVersion is Version unless it was left at "dev" (metrics then read
-// the module version from the build info).
-func buildVersion() string {
-	if Version == "dev" {
-		return ""
-	}
-	return Version
+// metricsBuild is this build as hookroom_build_info reports it: the same
+// version hookroom version prints ("dev" for a source build).
+func metricsBuild() metrics.BuildInfo {
+	bi := readBuildInfo()
+	return metrics.BuildInfo{Version: bi.version, Revision: bi.revision, GoVersion: bi.goVersion}
 }
 
 // Metrics returns the server's metrics.
