@@ -19,6 +19,13 @@ export GOTOOLCHAIN=local
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
+# Dendrite builds (a few minutes cold, nothing when cached) while the checks and the other
+# installs run; the tests wait for it.
+dendrite_log=$(mktemp)
+./scripts/dendrite.sh build >"$dendrite_log" 2>&1 &
+dendrite_pid=$!
+trap 'kill "$dendrite_pid" 2>/dev/null; rm -f "$dendrite_log"' EXIT
+
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
 if [[ -n "$unformatted" ]]; then
@@ -32,8 +39,13 @@ step "test dependencies"
 # python3-matrix-nio + python3-olm (apt), matrix-js-sdk (npm ci in matrixio/hstest/jsclient) and
 # the MCP filesystem server (npm ci in mcp/mcptest/filesystem).
 ./scripts/test-clients.sh install
-./scripts/dendrite.sh build
 ./scripts/postgres.sh install
+if ! wait "$dendrite_pid"; then
+  cat "$dendrite_log" >&2
+  echo "scripts/dendrite.sh build failed" >&2
+  exit 1
+fi
+cat "$dendrite_log" >&2
 HOOKROOM_DENDRITE_BIN="$(./scripts/dendrite.sh bin)"
 export HOOKROOM_DENDRITE_BIN
 
