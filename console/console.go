@@ -1,13 +1,11 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -19,9 +17,6 @@ import (
 
 	"github.com/rs/zerolog"
 )
-
-//go:embed templates/*.html
-var templateFS embed.FS
 
 //go:embed assets/htmx.min.js assets/console.js assets/console.css
 var assetFS embed.FS
@@ -66,7 +61,6 @@ type Options struct {
 // console is the handler New returns.
 type console struct {
 	o        Options
-	pages    map[string]*template.Template
 	assets   map[string]asset
 	sessions *sessions
 	limiter  *limiter
@@ -82,7 +76,7 @@ type asset struct {
 
 // New returns the console's handler, to be mounted at "/" of the HTTP
 // listener (whose other routes, such as /api/v1, take precedence). It
-// parses the templates once; a template that does not parse is a bug in
+// loads the embedded assets once; an asset that does not load is a bug in
 // the binary, so New panics on it.
 func New(o Options) http.Handler {
 	if o.Now == nil {
@@ -98,9 +92,6 @@ func New(o Options) http.Handler {
 		secure:   strings.HasPrefix(strings.ToLower(o.PublicURL), "https://"),
 	}
 	var err error
-	if c.pages, err = parseTemplates(); err != nil {
-		panic(err)
-	}
 	if c.assets, err = loadAssets(); err != nil {
 		panic(err)
 	}
@@ -171,7 +162,7 @@ func (c *console) auth(next http.HandlerFunc) http.Handler {
 				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
-			c.errorPage(w, r, nil, http.StatusUnauthorized, "Your session has ended: sign in again.")
+			c.errorPage(w, nil, http.StatusUnauthorized, "Your session has ended: sign in again.")
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -182,7 +173,7 @@ func (c *console) auth(next http.HandlerFunc) http.Handler {
 			if got == "" || !equalSecret(got, ss.csrf) {
 				zerolog.Ctx(r.Context()).Warn().Str("path", r.URL.Path).Str("client", clientAddr(r)).
 					Msg("Console request without a valid CSRF token refused")
-				c.errorPage(w, r, ss, http.StatusForbidden, "This form has expired or did not come from the console. Reload the page and try again.")
+				c.errorPage(w, ss, http.StatusForbidden, "This form has expired or did not come from the console. Reload the page and try again.")
 				return
 			}
 		}
@@ -227,7 +218,7 @@ type signinData struct {
 func (c *console) signinPage(w http.ResponseWriter, r *http.Request) {
 	tok := randomToken()
 	http.SetCookie(w, c.cookie(r, signinCookie, tok, 3600))
-	c.render(w, r, http.StatusOK, "signin", nil, &signinData{CSRF: tok, Next: localPath(r.URL.Query().Get("next"))})
+	c.render(w, http.StatusOK, nil, page{Nav: "signin"}, &signinData{CSRF: tok, Next: localPath(r.URL.Query().Get("next"))})
 }
 
 // signin exchanges the admin token for a session. Failures are rate
@@ -240,13 +231,13 @@ func (c *console) signin(w http.ResponseWriter, r *http.Request) {
 		secs := int(wait/time.Second) + 1
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		log.Warn().Str("client", client).Msg("Console sign-in refused: too many failed attempts")
-		c.errorPage(w, r, nil, http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins. Try again in %d seconds.", secs))
+		c.errorPage(w, nil, http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins. Try again in %d seconds.", secs))
 		return
 	}
 	ck, err := r.Cookie(signinCookie)
 	if err != nil || ck.Value == "" || !equalSecret(ck.Value, r.PostFormValue("csrf")) {
 		log.Warn().Str("client", client).Msg("Console sign-in without a valid CSRF token refused")
-		c.errorPage(w, r, nil, http.StatusForbidden, "The sign-in form has expired. Reload it and try again.")
+		c.errorPage(w, nil, http.StatusForbidden, "The sign-in form has expired. Reload it and try again.")
 		return
 	}
 	want := c.token()
@@ -255,7 +246,7 @@ func (c *console) signin(w http.ResponseWriter, r *http.Request) {
 		log.Warn().Str("client", client).Msg("Console sign-in failed: wrong admin token")
 		tok := randomToken()
 		http.SetCookie(w, c.cookie(r, signinCookie, tok, 3600))
-		c.render(w, r, http.StatusUnauthorized, "signin", nil, &signinData{CSRF: tok, Next: next, Error: "That is not the admin token."})
+		c.render(w, http.StatusUnauthorized, nil, page{Nav: "signin"}, &signinData{CSRF: tok, Next: next, Error: "That is not the admin token."})
 		return
 	}
 	id, _ := c.sessions.create(want)
@@ -316,49 +307,6 @@ func loadAssets() (map[string]asset, error) {
 	return m, nil
 }
 
-// page is what every page template gets.
-type page struct {
-	// Nav is the page's entry in the navigation.
-	Nav   string
-	Title string
-	// CSRF is the session's token ("" when signed out).
-	CSRF string
-	// Flash is a one-line message from the last action.
-	Flash string
-	Data  any
-}
-
-// render writes the page template name with data, as a whole page or, for a
-// fragment name ("turns/rows"), only that block. It renders into a buffer
-// first, so that a template error becomes a 500 and never half a page.
-func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, ss *session, data any) {
-	c.renderPage(w, r, status, name, "layout", ss, "", data)
-}
-
-func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int, name, block string, ss *session, flash string, data any) {
-	t := c.pages[name]
-	p := &page{Nav: name, Title: titles[name], Flash: flash, Data: data}
-	if name == "turn" {
-		p.Nav = "turns"
-	}
-	if t, ok := data.(interface{ title() string }); ok {
-		p.Title = t.title()
-	}
-	if ss != nil {
-		p.CSRF = ss.csrf
-	}
-	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, block, p); err != nil {
-		zerolog.Ctx(r.Context()).Error().Err(err).Str("page", name).Msg("Failed to render a console page")
-		http.Error(w, "failed to render the page", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
-}
-
 type errorData struct {
 	Status  int
 	Text    string
@@ -366,38 +314,6 @@ type errorData struct {
 }
 
 // errorPage answers status with a page saying msg.
-func (c *console) errorPage(w http.ResponseWriter, r *http.Request, ss *session, status int, msg string) {
-	c.render(w, r, status, "error", ss, &errorData{Status: status, Text: http.StatusText(status), Message: msg})
-}
-
-// titles are the pages' titles, and the navigation's entries.
-var titles = map[string]string{
-	"overview":  "Overview",
-	"turns":     "Conversations",
-	"turn":      "Turn",
-	"hooks":     "Hooks",
-	"usage":     "Usage",
-	"schedules": "Schedules",
-	"approvals": "Approvals",
-	"config":    "Configuration",
-	"logs":      "Logs",
-	"signin":    "Sign in",
-	"error":     "Error",
-}
-
-// parseTemplates parses the layout with each page, once.
-func parseTemplates() (map[string]*template.Template, error) {
-	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
-	if err != nil {
-		return nil, fmt.Errorf("failed to parse the console's layout: %w", err)
-	}
-	out := map[string]*template.Template{}
-	for name := range titles {
-		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
-		if err != nil {
-			return nil, fmt.Errorf("failed to parse the console's page %s: %w", name, err)
-		}
-		out[name] = t
-	}
-	return out, nil
+func (c *console) errorPage(w http.ResponseWriter, ss *session, status int, msg string) {
+	c.render(w, status, ss, page{Nav: "error"}, &errorData{Status: status, Text: http.StatusText(status), Message: msg})
 }

@@ -7,7 +7,9 @@
 // usage and budgets, schedules, pending approvals, the config.yaml editor
 // and the recent log lines.
 //
-// It owns the pages (html/template, parsed once by New), the embedded
+// It owns the pages (written in Go through a small HTML writer, htmlWriter:
+// no template engine, so that linking the console does not make the linker
+// keep every exported method of the binary for reflection), the embedded
 // assets (a hand-written stylesheet, a small console.js and htmx, vendored
 // at a pinned version in assets/ — no CDN, no build step, no Node), the
 // sessions, the CSRF tokens, the sign-in rate limit, the SVG charts and
@@ -40,10 +42,12 @@
 //     with eval and script tags off. Pages are Cache-Control: no-store,
 //     with nosniff, Referrer-Policy no-referrer and no framing.
 //   - Everything a person or a plugin can write (room names, message
-//     bodies, tool arguments, hook errors, log lines) is printed by
-//     html/template as text; no backend data becomes template.HTML. Charts
-//     and the turn timeline are SVG whose geometry the console computes and
-//     whose labels the template engine escapes.
+//     bodies, tool arguments, hook errors, log lines) is printed through
+//     htmlWriter's escaping methods as text, attribute values always
+//     quoted; only constant markup in the code is written unescaped, and
+//     links are local paths or matrix.to links built from escaped ids,
+//     never a backend string. Charts and the turn timeline are SVG whose
+//     geometry the console computes and whose labels are escaped text.
 //   - The console never asks the server for a secret: config.yaml reaches
 //     it masked, tool arguments and log lines are masked before they are
 //     recorded, and the admin token is never rendered.

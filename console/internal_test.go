@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -82,21 +81,15 @@ func TestQuantile(t *testing.T) {
 // TestChartsEscapeLabels renders the charts with hostile labels: they come
 // out as text.
 func TestChartsEscapeLabels(t *testing.T) {
-	pages, err := parseTemplates()
-	if err != nil {
-		t.Fatal(err)
-	}
 	evil := `<script>alert(1)</script>"><img src=x onerror=alert(1)>`
 	for _, c := range []chart{
 		barChart("per person", []point{{Label: evil, Title: evil, Value: 10}, {Label: "b", Value: 0}}),
 		columnChart("per day "+evil, []point{{Label: evil, Title: evil, Value: 3}, {Label: "x", Value: 7}}),
 		columnChart("empty", nil),
 	} {
-		var buf bytes.Buffer
-		if err := pages["usage"].ExecuteTemplate(&buf, "chart", c); err != nil {
-			t.Fatal(err)
-		}
-		out := buf.String()
+		var w htmlWriter
+		c.figure(&w)
+		out := w.b.String()
 		if strings.Contains(out, "<script>") || strings.Contains(out, "<img") {
 			t.Errorf("a label was not escaped:\n%s", out)
 		}
@@ -137,5 +130,32 @@ func TestFormats(t *testing.T) {
 	}
 	if got := matrixTo("!a:b.c", "$e"); got != "https://matrix.to/#/%21a:b.c/$e" {
 		t.Errorf("matrixTo = %s", got)
+	}
+}
+
+// TestHTMLWriter: text and attributes are escaped, links are built from
+// escaped parts, and only markup writes as it is.
+func TestHTMLWriter(t *testing.T) {
+	var w htmlWriter
+	w.markup("<p")
+	w.attr("title", `a"b'c<d>&e+f`+"\x00")
+	w.markup(">")
+	w.text(`<script>alert("x")</script> & 'y' + z`)
+	w.markup("</p>")
+	w.link(queryURL("/schedules?cancel=", `a b&c+d/é"><x`), `"><img src=x>`)
+	w.link(localURL("/turns/", "../x?y"), "t")
+	w.link(matrixTo("!r o'om:x", `$e"v<`), "m")
+	want := `<p title="a&#34;b&#39;c&lt;d&gt;&amp;e&#43;f` + "\uFFFD" + `">&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &#39;y&#39; &#43; z</p>` +
+		`<a href="/schedules?cancel=a%20b%26c%2bd%2f%c3%a9%22%3e%3cx">&#34;&gt;&lt;img src=x&gt;</a>` +
+		`<a href="/turns/..%2fx%3fy">t</a>` +
+		`<a href="https://matrix.to/#/%21r%20o%27om:x/$e%22v%3C">m</a>`
+	if got := w.b.String(); got != want {
+		t.Errorf("wrote\n%s\nwant\n%s", got, want)
+	}
+	var tw htmlWriter
+	tw.time(time.Time{})
+	tw.time(time.Date(2025, 6, 1, 12, 0, 0, 0, time.FixedZone("x", 3600)))
+	if got := tw.b.String(); got != `—<time datetime="2025-06-01T11:00:00Z">2025-06-01 11:00:00 UTC</time>` {
+		t.Errorf("times %s", got)
 	}
 }

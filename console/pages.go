@@ -26,7 +26,7 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		v := c.o.Status.Overview(r.Context())
 		o = &v
 	}
-	c.render(w, r, http.StatusOK, "overview", sessionOf(r), o)
+	c.render(w, http.StatusOK, sessionOf(r), page{Nav: "overview"}, overviewData{o})
 }
 
 type turnsData struct {
@@ -37,8 +37,8 @@ type turnsData struct {
 	Turns     []trace.Summary
 	Error     string
 	// Rows is the URL of the list's live refresh; Older the next page's.
-	Rows  string
-	Older string
+	Rows  safeURL
+	Older safeURL
 }
 
 // turns shows the conversations page, or with part=rows only the list's
@@ -79,17 +79,17 @@ func (c *console) turns(w http.ResponseWriter, r *http.Request) {
 		v.Set("before", strconv.FormatInt(d.Filter.Before, 10))
 	}
 	v.Set("part", "rows")
-	d.Rows = "/turns?" + v.Encode()
+	d.Rows = safeURL("/turns?" + v.Encode())
 	if n := len(d.Turns); n >= turnPage {
 		v.Del("part")
 		v.Set("before", strconv.FormatInt(d.Turns[n-1].ID, 10))
-		d.Older = "/turns?" + v.Encode()
+		d.Older = safeURL("/turns?" + v.Encode())
 	}
-	block := "layout"
 	if q.Get("part") == "rows" {
-		block = "rows"
+		c.fragment(w, d.rows)
+		return
 	}
-	c.renderPage(w, r, http.StatusOK, "turns", block, sessionOf(r), "", d)
+	c.render(w, http.StatusOK, sessionOf(r), page{Nav: "turns"}, d)
 }
 
 type turnData struct {
@@ -97,31 +97,29 @@ type turnData struct {
 	Timeline timeline
 }
 
-func (d *turnData) title() string { return fmt.Sprintf("Turn %d", d.T.ID) }
-
 // turn is the turn inspector.
 func (c *console) turn(w http.ResponseWriter, r *http.Request) {
 	ss := sessionOf(r)
 	if c.o.Turns == nil {
-		c.errorPage(w, r, ss, http.StatusNotFound, "Turns are not available.")
+		c.errorPage(w, ss, http.StatusNotFound, "Turns are not available.")
 		return
 	}
 	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		c.errorPage(w, r, ss, http.StatusNotFound, "There is no such turn.")
+		c.errorPage(w, ss, http.StatusNotFound, "There is no such turn.")
 		return
 	}
 	t, err := c.o.Turns.Get(r.Context(), n)
 	if errors.Is(err, trace.ErrNotFound) || (err == nil && t == nil) {
-		c.errorPage(w, r, ss, http.StatusNotFound, fmt.Sprintf("Turn %d is not recorded (or was pruned).", n))
+		c.errorPage(w, ss, http.StatusNotFound, fmt.Sprintf("Turn %d is not recorded (or was pruned).", n))
 		return
 	}
 	if err != nil {
 		zerolog.Ctx(r.Context()).Error().Err(err).Int64("turn", n).Msg("Failed to read a turn for the console")
-		c.errorPage(w, r, ss, http.StatusInternalServerError, "The turn could not be read: see the server's log.")
+		c.errorPage(w, ss, http.StatusInternalServerError, "The turn could not be read: see the server's log.")
 		return
 	}
-	c.renderPage(w, r, http.StatusOK, "turn", "layout", ss, "", &turnData{T: t, Timeline: newTimeline(t)})
+	c.render(w, http.StatusOK, ss, page{Nav: "turns", Title: fmt.Sprintf("Turn %d", t.ID)}, &turnData{T: t, Timeline: newTimeline(t)})
 }
 
 type hookRow struct {
@@ -156,11 +154,11 @@ func (c *console) hooks(w http.ResponseWriter, r *http.Request) {
 			d.Rows = append(d.Rows, row)
 		}
 	}
-	block := "layout"
 	if r.URL.Query().Get("part") == "rows" {
-		block = "rows"
+		c.fragment(w, d.rows)
+		return
 	}
-	c.renderPage(w, r, http.StatusOK, "hooks", block, sessionOf(r), "", d)
+	c.render(w, http.StatusOK, sessionOf(r), page{Nav: "hooks"}, d)
 }
 
 // quantile estimates the q-quantile of a hook's run time from its
@@ -213,7 +211,7 @@ func (c *console) usage(w http.ResponseWriter, r *http.Request) {
 		d.PerAgent = barChart("Tokens per agent", tallies(rep.ByAgent))
 		d.PerPerson = barChart("Tokens per person", tallies(rep.ByPerson))
 	}
-	c.render(w, r, http.StatusOK, "usage", sessionOf(r), d)
+	c.render(w, http.StatusOK, sessionOf(r), page{Nav: "usage"}, d)
 }
 
 func tallies(ts []Tally) []point {
@@ -257,20 +255,20 @@ func (c *console) schedules(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	c.renderPage(w, r, http.StatusOK, "schedules", "layout", sessionOf(r), flashes[r.URL.Query().Get("done")], d)
+	c.render(w, http.StatusOK, sessionOf(r), page{Nav: "schedules", Flash: flashes[r.URL.Query().Get("done")]}, d)
 }
 
 // cancelSchedule cancels a schedule (after the confirmation page).
 func (c *console) cancelSchedule(w http.ResponseWriter, r *http.Request) {
 	ss := sessionOf(r)
 	if c.o.Schedules == nil {
-		c.errorPage(w, r, ss, http.StatusNotFound, "Schedules are not available.")
+		c.errorPage(w, ss, http.StatusNotFound, "Schedules are not available.")
 		return
 	}
 	id := r.PostFormValue("id")
 	if err := c.o.Schedules.Cancel(r.Context(), id, Operator); err != nil {
 		zerolog.Ctx(r.Context()).Warn().Err(err).Str("schedule", id).Msg("Console failed to cancel a schedule")
-		c.errorPage(w, r, ss, http.StatusUnprocessableEntity, "The schedule could not be cancelled: "+err.Error())
+		c.errorPage(w, ss, http.StatusUnprocessableEntity, "The schedule could not be cancelled: "+err.Error())
 		return
 	}
 	zerolog.Ctx(r.Context()).Info().Str("schedule", id).Msg("Schedule cancelled in the console")
@@ -293,24 +291,24 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request) {
 			d.Error = "The approvals could not be read: see the server's log."
 		}
 	}
-	c.renderPage(w, r, http.StatusOK, "approvals", "layout", sessionOf(r), flashes[r.URL.Query().Get("done")], d)
+	c.render(w, http.StatusOK, sessionOf(r), page{Nav: "approvals", Flash: flashes[r.URL.Query().Get("done")]}, d)
 }
 
 // decide approves or denies a pending tool call.
 func (c *console) decide(w http.ResponseWriter, r *http.Request) {
 	ss := sessionOf(r)
 	if c.o.Approvals == nil {
-		c.errorPage(w, r, ss, http.StatusNotFound, "Approvals are not available.")
+		c.errorPage(w, ss, http.StatusNotFound, "Approvals are not available.")
 		return
 	}
 	id, decision := r.PostFormValue("id"), r.PostFormValue("decision")
 	if decision != "approve" && decision != "deny" {
-		c.errorPage(w, r, ss, http.StatusBadRequest, "Approve or deny.")
+		c.errorPage(w, ss, http.StatusBadRequest, "Approve or deny.")
 		return
 	}
 	if err := c.o.Approvals.Decide(r.Context(), id, decision == "approve", Operator); err != nil {
 		zerolog.Ctx(r.Context()).Warn().Err(err).Str("approval", id).Msg("Console failed to decide an approval")
-		c.errorPage(w, r, ss, http.StatusUnprocessableEntity, "The decision could not be recorded: "+err.Error())
+		c.errorPage(w, ss, http.StatusUnprocessableEntity, "The decision could not be recorded: "+err.Error())
 		return
 	}
 	zerolog.Ctx(r.Context()).Info().Str("approval", id).Str("decision", decision).Msg("Approval decided in the console")
@@ -344,14 +342,14 @@ func (c *console) config(w http.ResponseWriter, r *http.Request) {
 		}
 		d.File, d.Text, d.Version = f, f.Text, f.Version
 	}
-	c.render(w, r, http.StatusOK, "config", sessionOf(r), d)
+	c.render(w, http.StatusOK, sessionOf(r), page{Nav: "config"}, d)
 }
 
 // configPost previews (action=preview) or saves (action=save) an edit.
 func (c *console) configPost(w http.ResponseWriter, r *http.Request) {
 	ss := sessionOf(r)
 	if c.o.Config == nil {
-		c.errorPage(w, r, ss, http.StatusNotFound, "The configuration is not available.")
+		c.errorPage(w, ss, http.StatusNotFound, "The configuration is not available.")
 		return
 	}
 	log := zerolog.Ctx(r.Context())
@@ -388,10 +386,10 @@ func (c *console) configPost(w http.ResponseWriter, r *http.Request) {
 			d.File, d.Text, d.Version = f, f.Text, f.Version
 		}
 	default:
-		c.errorPage(w, r, ss, http.StatusBadRequest, "Preview or save.")
+		c.errorPage(w, ss, http.StatusBadRequest, "Preview or save.")
 		return
 	}
-	c.render(w, r, status, "config", ss, d)
+	c.render(w, status, ss, page{Nav: "config"}, d)
 }
 
 // diffLines splits a unified diff into lines classed for display.
@@ -422,7 +420,7 @@ type logsData struct {
 	Level     string
 	Levels    []string
 	Lines     []LogLine
-	Rows      string
+	Rows      safeURL
 }
 
 // logsShown is the most lines the logs page shows.
@@ -439,10 +437,10 @@ func (c *console) logs(w http.ResponseWriter, r *http.Request) {
 	if d.Available {
 		d.Lines = c.o.Logs.Lines(d.Level, logsShown)
 	}
-	d.Rows = "/logs?" + url.Values{"level": {d.Level}, "part": {"rows"}}.Encode()
-	block := "layout"
+	d.Rows = safeURL("/logs?" + url.Values{"level": {d.Level}, "part": {"rows"}}.Encode())
 	if q.Get("part") == "rows" {
-		block = "rows"
+		c.fragment(w, d.rows)
+		return
 	}
-	c.renderPage(w, r, http.StatusOK, "logs", block, sessionOf(r), "", d)
+	c.render(w, http.StatusOK, sessionOf(r), page{Nav: "logs"}, d)
 }

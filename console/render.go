@@ -1,8 +1,7 @@
 package console
 
 import (
-	"fmt"
-	"html/template"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -11,23 +10,71 @@ import (
 	"github.com/hookroom/hookroom/trace"
 )
 
-// funcs are the templates' helpers. None of them returns template.HTML:
-// everything a template prints is escaped by html/template.
-var funcs = template.FuncMap{
-	"rfc3339":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"utc":          func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	"dur":          fmtDuration,
-	"num":          fmtNumber,
-	"matrixTo":     matrixTo,
-	"effectClass":  effectClass,
-	"outcomeClass": outcomeClass,
-	"stateClass":   stateClass,
-	"join":         func(s []string) string { return strings.Join(s, ", ") },
-	"str":          func(v any) string { return fmt.Sprint(v) },
-	"nav":          func() []navItem { return navItems },
+// page is what the layout around every page needs.
+type page struct {
+	// Nav is the page's entry in the navigation.
+	Nav   string
+	Title string
+	// CSRF is the session's token ("" when signed out).
+	CSRF string
+	// Flash is a one-line message from the last action.
+	Flash string
 }
 
-type navItem struct{ Name, Path, Title string }
+// view is a page's content, inside the layout.
+type view interface {
+	content(w *htmlWriter, p *page)
+}
+
+// render writes the page nav (titled from titles unless p.Title is set)
+// with v's content inside the layout. A page is built whole in memory and
+// then written.
+func (c *console) render(w http.ResponseWriter, status int, ss *session, p page, v view) {
+	if p.Title == "" {
+		p.Title = titles[p.Nav]
+	}
+	if ss != nil {
+		p.CSRF = ss.csrf
+	}
+	h := &htmlWriter{}
+	h.b.Grow(16 << 10)
+	layout(h, &p, v)
+	send(w, status, h)
+}
+
+// fragment writes only a list's rows (a live refresh) with rows.
+func (c *console) fragment(w http.ResponseWriter, rows func(*htmlWriter)) {
+	h := &htmlWriter{}
+	rows(h)
+	send(w, http.StatusOK, h)
+}
+
+func send(w http.ResponseWriter, status int, h *htmlWriter) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(h.b.Bytes())
+}
+
+// titles are the pages' titles, and the navigation's entries.
+var titles = map[string]string{
+	"overview":  "Overview",
+	"turns":     "Conversations",
+	"hooks":     "Hooks",
+	"usage":     "Usage",
+	"schedules": "Schedules",
+	"approvals": "Approvals",
+	"config":    "Configuration",
+	"logs":      "Logs",
+	"signin":    "Sign in",
+	"error":     "Error",
+}
+
+type navItem struct {
+	Name  string
+	Path  safeURL
+	Title string
+}
 
 var navItems = []navItem{
 	{"overview", "/", "Overview"},
@@ -38,6 +85,70 @@ var navItems = []navItem{
 	{"approvals", "/approvals", "Approvals"},
 	{"config", "/config", "Configuration"},
 	{"logs", "/logs", "Logs"},
+}
+
+const head = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"historyCacheSize":0}'>
+<title>`
+
+const scripts = ` · hookroom</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/assets/console.css">
+<script src="/assets/htmx.min.js" defer></script>
+<script src="/assets/console.js" defer></script>
+</head>
+<body`
+
+// layout writes the whole page: the head, the navigation (signed in), the
+// title, the flash message and v's content.
+func layout(w *htmlWriter, p *page, v view) {
+	w.markup(head)
+	w.text(p.Title)
+	w.markup(scripts)
+	if p.CSRF != "" {
+		// htmx sends the CSRF token with every request. The attribute is
+		// single quoted around JSON; text escapes ' as well as ".
+		w.markup(` hx-headers='{"X-CSRF-Token": "`)
+		w.text(p.CSRF)
+		w.markup(`"}'`)
+	}
+	w.markup(">\n<a class=\"skip\" href=\"#main\">Skip to content</a>\n<div class=\"shell")
+	if p.CSRF == "" {
+		w.markup(" bare")
+	}
+	w.markup(`">`)
+	if p.CSRF != "" {
+		w.markup("\n<nav class=\"side\" aria-label=\"Console\">\n<a class=\"brand\" href=\"/\">hookroom</a>\n<ul>")
+		for _, n := range navItems {
+			w.markup("\n<li><a")
+			w.href(n.Path)
+			if n.Name == p.Nav {
+				w.markup(` aria-current="page"`)
+			}
+			w.markup(">")
+			w.text(n.Title)
+			w.markup("</a></li>")
+		}
+		w.markup("\n</ul>\n<form method=\"post\" action=\"/signout\" class=\"signout\">\n")
+		w.hidden("csrf", p.CSRF)
+		w.markup("\n<button type=\"submit\">Sign out</button>\n</form>\n</nav>")
+	}
+	w.markup("\n<main id=\"main\" tabindex=\"-1\">\n")
+	w.el("h1", p.Title)
+	w.markup("\n")
+	if p.Flash != "" {
+		w.markup(`<p class="flash" role="status">`)
+		w.text(p.Flash)
+		w.markup("</p>")
+	}
+	w.markup("\n")
+	v.content(w, p)
+	w.markup("\n</main>\n</div>\n</body>\n</html>")
 }
 
 // fmtDuration says d in the unit that suits it ("0.42 ms", "12 ms",
@@ -58,18 +169,8 @@ func fmtDuration(d time.Duration) string {
 }
 
 // fmtNumber writes n with thousands separators.
-func fmtNumber(v any) string {
-	var n int64
-	switch x := v.(type) {
-	case int:
-		n = int64(x)
-	case int64:
-		n = x
-	case uint64:
-		n = int64(x)
-	default:
-		return fmt.Sprint(v)
-	}
+func fmtNumber[T int | int64 | uint64](v T) string {
+	n := int64(v)
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -87,12 +188,12 @@ func fmtNumber(v any) string {
 }
 
 // matrixTo is the matrix.to link of a room or, with an event, of a message.
-func matrixTo(room, event any) string {
-	u := "https://matrix.to/#/" + url.PathEscape(fmt.Sprint(room))
-	if e := fmt.Sprint(event); e != "" {
-		u += "/" + url.PathEscape(e)
+func matrixTo(room, event string) safeURL {
+	u := "https://matrix.to/#/" + url.PathEscape(room)
+	if event != "" {
+		u += "/" + url.PathEscape(event)
 	}
-	return u
+	return safeURL(u)
 }
 
 var effects = map[string]bool{
@@ -141,8 +242,8 @@ func stateClass(s string) string {
 // timeline is the turn inspector's picture of a turn: one row per stage
 // (a bar from the start to the stage), model request and tool call (a bar
 // over its time), on a scale of the turn's duration. Geometry is computed
-// here and drawn by the template as SVG attributes (no style attributes:
-// the CSP forbids them).
+// here and drawn by svg as SVG attributes (no style attributes: the CSP
+// forbids them).
 type timeline struct {
 	Width, Height int
 	Rows          []timelineRow
@@ -193,6 +294,47 @@ func newTimeline(t *trace.Trace) timeline {
 	return tl
 }
 
+// svg writes the timeline, or says there is none.
+func (tl *timeline) svg(w *htmlWriter) {
+	if len(tl.Rows) == 0 {
+		w.empty("No stages recorded.")
+		return
+	}
+	w.markup(`<svg class="timeline"`)
+	w.attr("viewBox", "0 0 "+strconv.Itoa(tl.Width)+" "+strconv.Itoa(tl.Height))
+	w.intAttr("width", tl.Width)
+	w.intAttr("height", tl.Height)
+	w.markup(` role="img"`)
+	w.attr("aria-label", "Stages of the turn over "+fmtDuration(tl.Total))
+	w.markup(">")
+	for _, r := range tl.Rows {
+		w.markup("\n<g")
+		w.attr("class", "tl-"+r.Kind)
+		w.markup(">\n<title>")
+		w.text(r.Label)
+		w.markup(": ")
+		w.dur(r.Start)
+		w.markup(" → ")
+		w.dur(r.End)
+		w.markup("</title>\n<text class=\"label\" x=\"0\"")
+		w.intAttr("y", r.TextY)
+		w.markup(">")
+		w.text(r.Label)
+		w.markup("</text>\n<rect class=\"bar\"")
+		w.intAttr("x", r.X)
+		w.intAttr("y", r.Y)
+		w.intAttr("width", r.W)
+		w.markup(" height=\"16\"></rect>\n<text class=\"value\"")
+		w.intAttr("x", r.X)
+		w.intAttr("dx", r.W)
+		w.intAttr("y", r.TextY)
+		w.markup(">&#160;")
+		w.dur(r.End)
+		w.markup("</text>\n</g>")
+	}
+	w.markup("\n</svg>")
+}
+
 // point is one value of a chart.
 type point struct {
 	// Label is shown; Title is the tooltip.
@@ -200,9 +342,8 @@ type point struct {
 	Value        int
 }
 
-// chart is a bar chart drawn by the template as SVG. The renderer (here)
-// computes the geometry; every label reaches the page through html/template
-// and is escaped there.
+// chart is a bar chart drawn by its svg method. The renderer (here)
+// computes the geometry; every label reaches the page as escaped text.
 type chart struct {
 	Title         string
 	Width, Height int
@@ -269,4 +410,61 @@ func barChart(title string, pts []point) chart {
 		})
 	}
 	return c
+}
+
+// figure writes the chart in a figure with its caption.
+func (c *chart) figure(w *htmlWriter) {
+	w.markup("<figure class=\"chart\">\n")
+	w.el("figcaption", c.Title)
+	if len(c.Bars) == 0 {
+		w.markup("\n")
+		w.empty("No usage in this period.")
+		w.markup("\n</figure>")
+		return
+	}
+	w.markup("\n<svg")
+	w.attr("viewBox", "0 0 "+strconv.Itoa(c.Width)+" "+strconv.Itoa(c.Height))
+	w.intAttr("width", c.Width)
+	w.intAttr("height", c.Height)
+	w.markup(` role="img"`)
+	w.attr("aria-label", c.Title)
+	w.markup(">")
+	if c.Axis {
+		w.markup("\n<text class=\"axis\" x=\"0\" y=\"20\">")
+		w.num(c.Max)
+		w.markup("</text>\n<text class=\"axis\" x=\"0\"")
+		w.intAttr("y", c.Height)
+		w.markup(` dy="-30">0</text>`)
+	}
+	for _, b := range c.Bars {
+		w.markup("\n<g>\n")
+		w.el("title", b.Title)
+		w.markup("\n<rect class=\"bar\"")
+		w.intAttr("x", b.X)
+		w.intAttr("y", b.Y)
+		w.intAttr("width", b.W)
+		w.intAttr("height", b.H)
+		w.markup("></rect>")
+		if b.ShowLabel {
+			w.markup(`<text class="label"`)
+			w.intAttr("x", b.LabelX)
+			w.intAttr("y", b.LabelY)
+			if !b.LabelAtStart {
+				w.markup(` text-anchor="middle"`)
+			}
+			w.markup(">")
+			w.text(b.Label)
+			w.markup("</text>")
+		}
+		if b.LabelAtStart {
+			w.markup(`<text class="value"`)
+			w.intAttr("x", b.ValueX)
+			w.intAttr("y", b.ValueY)
+			w.markup(">")
+			w.text(b.Value)
+			w.markup("</text>")
+		}
+		w.markup("\n</g>")
+	}
+	w.markup("\n</svg>\n</figure>")
 }
