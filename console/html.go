@@ -13,8 +13,9 @@ import (
 //     (& < > " ' and +, as html/template does), so backend data can only
 //     ever be text, and attribute values are always quoted;
 //   - href takes a safeURL, which only localURL, queryURL and matrixTo make
-//     (or a constant path written in the code): no string from the backend
-//     becomes a link by itself;
+//     (or a constant path, or a query url.Values encoded, written in the
+//     code): no string from the backend becomes a link by itself, and href
+//     normalizes what it writes;
 //   - markup writes its argument as it is. It is for the constant markup
 //     written in this package only: never give it data.
 //
@@ -106,15 +107,6 @@ func localURL(path, seg string) safeURL { return safeURL(path + escapeURLPart(se
 // queryURL is path (a constant ending in "?name=") followed by the escaped
 // value v: queryURL("/schedules?cancel=", id).
 func queryURL(path, v string) safeURL { return safeURL(path + escapeURLPart(v)) }
-
-// link writes <a href="u">s</a>, s escaped.
-func (w *htmlWriter) link(u safeURL, s string) {
-	w.markup("<a")
-	w.href(u)
-	w.markup(">")
-	w.text(s)
-	w.markup("</a>")
-}
 
 // el writes <tag>s</tag>, s escaped; tag must be a constant.
 func (w *htmlWriter) el(tag, s string) {

@@ -142,9 +142,20 @@ func TestHTMLWriter(t *testing.T) {
 	w.markup(">")
 	w.text(`<script>alert("x")</script> & 'y' + z`)
 	w.markup("</p>")
-	w.link(queryURL("/schedules?cancel=", `a b&c+d/é"><x`), `"><img src=x>`)
-	w.link(localURL("/turns/", "../x?y"), "t")
-	w.link(matrixTo("!r o'om:x", `$e"v<`), "m")
+	for _, l := range []struct {
+		u    safeURL
+		text string
+	}{
+		{queryURL("/schedules?cancel=", `a b&c+d/é"><x`), `"><img src=x>`},
+		{localURL("/turns/", "../x?y"), "t"},
+		{matrixTo("!r o'om:x", `$e"v<`), "m"},
+	} {
+		w.markup("<a")
+		w.href(l.u)
+		w.markup(">")
+		w.text(l.text)
+		w.markup("</a>")
+	}
 	want := `<p title="a&#34;b&#39;c&lt;d&gt;&amp;e&#43;f` + "\uFFFD" + `">&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &#39;y&#39; &#43; z</p>` +
 		`<a href="/schedules?cancel=a%20b%26c%2bd%2f%c3%a9%22%3e%3cx">&#34;&gt;&lt;img src=x&gt;</a>` +
 		`<a href="/turns/..%2fx%3fy">t</a>` +

@@ -33,7 +33,7 @@ func (d overviewData) content(w *htmlWriter, _ *page) {
 		}
 	}
 	w.markup("\n<p>Version ")
-	w.code(cmp(o.Version, "unknown"))
+	w.code(or(o.Version, "unknown"))
 	w.markup("</p>\n</section>\n\n")
 
 	section(w, "h-accounts", "Accounts")
@@ -69,7 +69,7 @@ func (d overviewData) content(w *htmlWriter, _ *page) {
 			w.markup("<tr><td><a")
 			w.href(matrixTo(r.ID, ""))
 			w.markup(` rel="noreferrer">`)
-			w.text(cmp(r.Alias, r.ID))
+			w.text(or(r.Alias, r.ID))
 			w.markup("</a></td>")
 			w.td(r.Name)
 			w.td(strings.Join(r.Agents, ", "))
@@ -181,8 +181,8 @@ func codeList(w *htmlWriter, class string, items []string) {
 	w.markup("</ul>")
 }
 
-// cmp is s, or else when s is empty.
-func cmp(s, orElse string) string {
+// or is s, or else when s is empty.
+func or(s, orElse string) string {
 	if s == "" {
 		return orElse
 	}
