@@ -37,10 +37,65 @@ import (
 // cardArgsLimit bounds the arguments shown on an approval card (runes).
 const cardArgsLimit = 300
 
-// approvalWaiters are the turns waiting for a decision, by approval id.
+// approvalWaiters are the turns waiting for a decision, by approval id,
+// and the approval cards being posted, by room.
 type approvalWaiters struct {
 	mu sync.Mutex
 	m  map[string]chan struct{}
+	// posting counts the cards of each room sent but not recorded yet;
+	// posted is closed (and replaced) whenever one is recorded.
+	posting map[id.RoomID]int
+	posted  chan struct{}
+}
+
+// startPosting registers a card about to be posted in room; the returned
+// function ends it once the card is recorded (or failed).
+func (w *approvalWaiters) startPosting(room id.RoomID) func() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.posting == nil {
+		w.posting = map[id.RoomID]int{}
+	}
+	w.posting[room]++
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.posting[room]--; w.posting[room] <= 0 {
+			delete(w.posting, room)
+		}
+		if w.posted != nil {
+			close(w.posted)
+			w.posted = nil
+		}
+	}
+}
+
+// waitPosted waits until no card of room is between its send and its
+// record, at most limit; it reports whether one was being posted.
+func (w *approvalWaiters) waitPosted(ctx context.Context, room id.RoomID, limit time.Duration) bool {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	waited := false
+	for {
+		w.mu.Lock()
+		if w.posting[room] == 0 {
+			w.mu.Unlock()
+			return waited
+		}
+		if w.posted == nil {
+			w.posted = make(chan struct{})
+		}
+		ch := w.posted
+		w.mu.Unlock()
+		waited = true
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return waited
+		case <-timer.C:
+			return waited
+		}
+	}
 }
 
 func (w *approvalWaiters) add(approvalID string) chan struct{} {
@@ -380,6 +435,9 @@ func (b *Bot) postCard(ctx context.Context, w *world, a approval.Approval) (id.E
 	opts := cardOptions(a, "")
 	opts.Mentions = []id.UserID{a.Requester}
 	acct := b.speakerIn(w, a.RoomID)
+	// A reaction can reach hookroom before the card's id is recorded: it
+	// waits for the record (answerCardReaction).
+	defer b.approvalWaits.startPosting(a.RoomID)()
 	card, err := acct.SendText(ctx, a.RoomID, cardText(a), opts)
 	if err != nil {
 		return "", fmt.Errorf("failed to post the approval card: %w", err)
@@ -455,6 +513,9 @@ func (b *Bot) answerCardReaction(ctx context.Context, w *world, ev *event.Event,
 		return false
 	}
 	a, err := b.approvals.ByCard(ctx, target)
+	if errors.Is(err, approval.ErrNotFound) && b.approvalWaits.waitPosted(ctx, ev.RoomID, 10*time.Second) {
+		a, err = b.approvals.ByCard(ctx, target) // the card was being recorded
+	}
 	if err != nil {
 		if !errors.Is(err, approval.ErrNotFound) {
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to look up an approval card")

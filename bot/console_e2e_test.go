@@ -19,8 +19,12 @@ import (
 	"github.com/hookroom/hookroom/internal/testkit"
 )
 
-// consoleToken is the admin token of the console tests.
-const consoleToken = "console-e2e-admin-token-7f3a9c21"
+// consoleToken is the admin token of the console tests; consoleModelKey
+// the API key of their model.
+const (
+	consoleToken    = "console-e2e-admin-token-7f3a9c21"
+	consoleModelKey = "sk-console-e2e-model-key-5be0d1"
+)
 
 // The operator console on a real hookroom on Dendrite, driven in a real
 // headless Chromium: sign in; a person's message shows as a turn with its
@@ -55,6 +59,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	e := newTurnEnvWith(t, func(e *turnEnv) {
 		e.logs = logs
 		e.opts.Logs = logs
+		e.cfg = strings.Replace(e.cfg, "    model: agent-model\n", "    model: agent-model\n    api_key: "+consoleModelKey+"\n", 1)
 	}, top, []string{"helper"}, "    tools: [room_info, current_time]\n", extra...)
 	base := "http://" + e.bot.bot.HTTPAddr()
 
@@ -147,7 +152,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	before := onDisk()
 	browsertest.Navigate(t, ctx, base+"/config", "#config-text")
 	shown := browsertest.Eval[string](t, ctx, `document.querySelector("#config-text").value`)
-	if strings.Contains(shown, consoleToken) || !strings.Contains(shown, "${HS_SECRET}") {
+	if strings.Contains(shown, consoleToken) || strings.Contains(shown, consoleModelKey) || !strings.Contains(shown, "${HS_SECRET}") {
 		t.Errorf("the editor shows the admin token or lost the ${VAR} reference:\n%s", shown)
 	}
 	browsertest.Do(t, ctx,
@@ -195,7 +200,8 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if text := browsertest.Text(t, ctx, "div.flash"); !strings.Contains(text, "put it in service") || !strings.Contains(text, "ops") {
 		t.Errorf("saving the new agent shows %q", text)
 	}
-	if saved := onDisk(); !bytes.Contains(saved, []byte("admin_token: "+consoleToken)) || !bytes.Contains(saved, []byte("  ops:\n")) {
+	if saved := onDisk(); !bytes.Contains(saved, []byte("admin_token: "+consoleToken)) || !bytes.Contains(saved, []byte("api_key: "+consoleModelKey)) ||
+		!bytes.Contains(saved, []byte("  ops:\n")) {
 		t.Errorf("config.yaml after the save lost its secret or lacks the agent:\n%s", saved)
 	}
 	e.llm.Script(llmtest.Text("Ops here."))
@@ -216,7 +222,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	} {
 		browsertest.Navigate(t, ctx, base+p.path, p.wait)
 		html := browsertest.Eval[string](t, ctx, `document.documentElement.outerHTML + document.querySelector("textarea")?.value`)
-		for _, secret := range []string{consoleToken, e.hs.Secret} {
+		for _, secret := range []string{consoleToken, consoleModelKey, e.hs.Secret} {
 			if strings.Contains(html, secret) {
 				t.Errorf("%s shows a secret", p.path)
 			}
