@@ -165,6 +165,9 @@ func TestSetInspectWarns(t *testing.T) {
 // (third-party code), confined by the sandbox where the kernel has
 // Landlock.
 func TestFilesystemServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the MCP filesystem server from npm: not run with -short")
+	}
 	ctx, _ := testContext(t)
 	shared := t.TempDir()
 	if err := os.WriteFile(filepath.Join(shared, "note.txt"), []byte("the secret word is marmalade\n"), 0o644); err != nil {

@@ -28,6 +28,7 @@ import (
 // creates: accept the invite to the lobby, mention the assistant, get the
 // echo model's answer.
 func TestDemo(t *testing.T) {
+	skipDemoShort(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -259,6 +260,7 @@ func runPrinted(t *testing.T, output, sub string) string {
 // edit to its config.yaml in between: the second run keeps the edit (and
 // comes up with it).
 func TestDemoKeepsConfigEdits(t *testing.T) {
+	skipDemoShort(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -300,5 +302,14 @@ func TestDemoKeepsConfigEdits(t *testing.T) {
 	}
 	if !strings.Contains(out, "kept as you left it") {
 		t.Errorf("the second run does not say it kept the config:\n%s", out)
+	}
+}
+
+// skipDemoShort skips a test of scripts/demo.sh under go test -short: the
+// demo builds and starts Dendrite, which the unit tier does not need.
+func skipDemoShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test of scripts/demo.sh (Dendrite): not run with -short")
 	}
 }

@@ -65,7 +65,8 @@ func (d Dialect) Fresh(t testing.TB) *dbutil.Database {
 }
 
 // ForDialects runs f as a subtest per dialect (named after it). The package's
-// TestMain must run pgtest.Main for the PostgreSQL subtest.
+// TestMain must run pgtest.Main for the PostgreSQL subtest, which skips under
+// go test -short (pgtest.URL: the unit tier needs no PostgreSQL server).
 func ForDialects(t *testing.T, f func(t *testing.T, d Dialect)) {
 	t.Helper()
 	for _, d := range dialects {

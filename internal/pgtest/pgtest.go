@@ -85,6 +85,9 @@ func (w wrapped) Run() int {
 // no password), dropped at the test's cleanup. It starts the server on first use.
 func URL(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("on a real PostgreSQL server: not run with -short")
+	}
 	base, admin := server(t)
 	name := fmt.Sprintf("hookroom_test_%d_%d", os.Getpid(), seq.Add(1))
 	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
