@@ -95,36 +95,47 @@ func logDuration(d time.Duration) string {
 //     no session can be made at all, the device is sent a "withheld"
 //     notice, may still request the key, and the person's client reports
 //     the message it cannot decrypt.
+//   - "Self-signing key of user not found" (info, logged as an error): see
+//     the routine table.
 type routineWarnings struct {
 	w     io.Writer
 	level zerolog.Level // the log's level
 }
 
-// routine are the warnings routineWarnings rewrites, by the end of their
-// JSON line, and the level they are written at instead.
+// routine are the library lines routineWarnings rewrites: logged at from,
+// recognised by the end of their JSON line, and written at level instead.
 var routine = []struct {
+	from   []byte // the line's start: {"level":"warn" or {"level":"error"
 	suffix []byte
 	level  zerolog.Level
 }{
-	{[]byte(`"message":"Request canceled"}`), zerolog.DebugLevel},
-	{[]byte(`"message":"Didn't find olm session to encrypt group session"}`), zerolog.InfoLevel},
+	{warnPrefix, []byte(`"message":"Request canceled"}`), zerolog.DebugLevel},
+	{warnPrefix, []byte(`"message":"Didn't find olm session to encrypt group session"}`), zerolog.InfoLevel},
+	// mautrix resolves the trust of a person's device as soon as one of
+	// their messages is decrypted; when their self-signing key has not
+	// been fetched yet (their first encrypted message in a new room) it
+	// logs an error and leaves the trust unset until the keys arrive.
+	{errorPrefix, []byte(`"message":"Self-signing key of user not found"}`), zerolog.InfoLevel},
 }
 
-var warnPrefix = []byte(`{"level":"warn"`)
+var (
+	warnPrefix  = []byte(`{"level":"warn"`)
+	errorPrefix = []byte(`{"level":"error"`)
+)
 
 func (q routineWarnings) Write(p []byte) (int, error) {
-	if !bytes.HasPrefix(p, warnPrefix) {
+	if !bytes.HasPrefix(p, warnPrefix) && !bytes.HasPrefix(p, errorPrefix) {
 		return q.w.Write(p)
 	}
 	line := bytes.TrimRight(p, "\n")
 	for _, r := range routine {
-		if !bytes.HasSuffix(line, r.suffix) {
+		if !bytes.HasPrefix(p, r.from) || !bytes.HasSuffix(line, r.suffix) {
 			continue
 		}
 		if r.level < q.level {
 			return len(p), nil
 		}
-		out := append([]byte(`{"level":"`+r.level.String()+`"`), p[len(warnPrefix):]...)
+		out := append([]byte(`{"level":"`+r.level.String()+`"`), p[len(r.from):]...)
 		if _, err := q.w.Write(out); err != nil {
 			return 0, err
 		}

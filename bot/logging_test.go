@@ -69,11 +69,18 @@ func TestRoutineLibraryWarnings(t *testing.T) {
 		log.Warn().Err(nil).Str("target_user_id", "@demo:localhost").Str("target_device_id", "DEV").
 			Msg("Didn't find olm session to encrypt group session")
 	}
+	noSelfSigning := func(log zerolog.Logger) {
+		// As mautrix logs it (crypto/cross_sign_validation.go).
+		log.Error().Str("user_id", "@demo:localhost").Msg("Self-signing key of user not found")
+	}
 	for _, tc := range []struct {
 		name, level, format string
 		log                 func(zerolog.Logger)
 		want                string // "" when the line must be dropped
 	}{
+		{"no self-signing key", "warn", "json", noSelfSigning, ""},
+		{"no self-signing key", "info", "json", noSelfSigning, `"level":"info"`},
+		{"no self-signing key", "info", "console", noSelfSigning, "INF Self-signing key of user not found"},
 		{"canceled", "info", "json", canceled, ""},
 		{"canceled", "info", "console", canceled, ""},
 		{"canceled", "debug", "json", canceled, `"level":"debug"`},
@@ -93,14 +100,16 @@ func TestRoutineLibraryWarnings(t *testing.T) {
 			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 				t.Errorf("logged as %q, want %q", got, tc.want)
 			}
-			if strings.Contains(got, "warn") || strings.Contains(got, "WRN") {
-				t.Errorf("logged as a warning: %q", got)
+			if strings.Contains(got, "warn") || strings.Contains(got, "WRN") || strings.Contains(got, `"error"`) || strings.Contains(got, "ERR") {
+				t.Errorf("logged as a warning or an error: %q", got)
 			}
 			buf.Reset()
 			log.Warn().Str("method", "PUT").Msg("Request failed")
 			log.Warn().Str("note", `"message":"Request canceled"}`).Msg("something else")
-			if got := buf.String(); strings.Count(got, "WRN")+strings.Count(got, `"level":"warn"`) != 2 {
-				t.Errorf("other warnings were changed: %q", got)
+			log.Error().Msg("Self-signing key of user is not signed by their master key")
+			if got := buf.String(); strings.Count(got, "WRN")+strings.Count(got, `"level":"warn"`) != 2 ||
+				strings.Count(got, "ERR")+strings.Count(got, `"level":"error"`) != 1 {
+				t.Errorf("other warnings or errors were changed: %q", got)
 			}
 		})
 	}
