@@ -1,6 +1,7 @@
 package jsonrpc_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -138,29 +141,44 @@ func TestNotifyInlineKeepsOrder(t *testing.T) {
 	}
 }
 
+// TestCancelReachesHandler runs in a synctest bubble: the call's deadline is
+// a timer on the bubble's clock, so it fires only once the request reached
+// the handler and everything is blocked, and Call must return at that very
+// instant, not when the handler gives up.
 func TestCancelReachesHandler(t *testing.T) {
-	cancelled := make(chan struct{})
-	h := jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-		<-ctx.Done()
-		close(cancelled)
-		return nil, ctx.Err()
+	synctest.Test(t, func(t *testing.T) {
+		reached := make(chan struct{})
+		cancelled := make(chan struct{})
+		h := jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+			close(reached)
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		})
+		a, _ := pair(t, nil, h, jsonrpc.Options{})
+		const timeout = 20 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		start := time.Now()
+		_, err := a.Call(ctx, "block", nil)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != timeout {
+			t.Errorf("Call returned after %v, want %v", d, timeout)
+		}
+		select {
+		case <-reached:
+		default:
+			t.Fatal("the deadline passed before the request reached the handler")
+		}
+		synctest.Wait() // $/cancel sent, read and served
+		select {
+		case <-cancelled:
+		default:
+			t.Fatal("the handler's context was not cancelled by $/cancel")
+		}
 	})
-	a, _ := pair(t, nil, h, jsonrpc.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := a.Call(ctx, "block", nil)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want DeadlineExceeded", err)
-	}
-	if d := time.Since(start); d > 200*time.Millisecond {
-		t.Errorf("Call returned after %v, want about 20ms", d)
-	}
-	select {
-	case <-cancelled:
-	case <-time.After(2 * time.Second):
-		t.Fatal("the handler's context was not cancelled by $/cancel")
-	}
 }
 
 func TestGarbageIsSkipped(t *testing.T) {
@@ -168,7 +186,6 @@ func TestGarbageIsSkipped(t *testing.T) {
 	log := zerolog.New(&logs)
 	pr, pw := io.Pipe()
 	outR, outW := io.Pipe()
-	go io.Copy(io.Discard, outR)
 	c := jsonrpc.NewConn(pr, outW, nil, jsonrpc.Options{Logger: &log, MaxLineBytes: 100})
 	defer c.Close()
 
@@ -181,7 +198,16 @@ func TestGarbageIsSkipped(t *testing.T) {
 		}
 		res <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// The peer answers only once it read the request: the call is pending
+	// then, so the garbage lines carrying its id are offered to it.
+	sent, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sent, `"id":1,`) {
+		t.Fatalf("request %q, want id 1", sent)
+	}
+	go io.Copy(io.Discard, outR)
 	garbage := []string{
 		"hello world",
 		`{"jsonrpc":"1.0","id":1,"result":1}`,
@@ -214,13 +240,24 @@ func TestGarbageIsSkipped(t *testing.T) {
 }
 
 func TestCloseFailsPendingCalls(t *testing.T) {
-	a, b := pair(t, nil, echo(), jsonrpc.Options{})
+	reached := make(chan struct{})
+	h := jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		if req.Method == "block" {
+			close(reached)
+		}
+		return echo().ServeRPC(ctx, req)
+	})
+	a, b := pair(t, nil, h, jsonrpc.Options{})
 	res := make(chan error, 1)
 	go func() {
 		_, err := a.Call(context.Background(), "block", nil)
 		res <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	select { // the call is pending once its request is being served
+	case <-reached:
+	case err := <-res:
+		t.Fatalf("the call returned before the peer closed: %v", err)
+	}
 	b.Close() // the other end goes away
 	select {
 	case err := <-res:
@@ -264,8 +301,17 @@ func TestWriteToPeerThatDoesNotReadIsBounded(t *testing.T) {
 
 func TestOverloaded(t *testing.T) {
 	release := make(chan struct{})
+	entered := make(chan struct{})
+	var served atomic.Int32
 	h := jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-		<-release
+		if served.Add(1) > 2 {
+			return "served", nil // a request beyond the limit must not get here
+		}
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done(): // the test failed and closes the connection
+		}
 		return nil, nil
 	})
 	a, _ := pair(t, nil, h, jsonrpc.Options{MaxInFlight: 2})
@@ -277,7 +323,8 @@ func TestOverloaded(t *testing.T) {
 			_, _ = a.Call(context.Background(), "slow", nil)
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	<-entered // both requests are in flight
+	<-entered
 	_, err := a.Call(context.Background(), "slow", nil)
 	var re *jsonrpc.Error
 	if !errors.As(err, &re) || re.Code != jsonrpc.CodeOverloaded {
