@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
 
+	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/matrixio"
 )
 
@@ -20,8 +21,9 @@ const undecryptableNotice = "I can't read this message — its encryption keys n
 // for the key (matrix.encryption.decrypt_grace_ms; the room's later events
 // wait with it, so their order is kept) and then handles the plaintext like
 // any event. When the key never comes, a person's message gets a short
-// notice in the room, once (the event is marked handled afterwards), and a
-// warning in the log.
+// notice in its thread, replying to it, once (the event is marked handled
+// afterwards), and a warning in the log; an edit or a reaction gets
+// nothing (an info line).
 func (b *Bot) handleEncrypted(ctx context.Context, w *world, ev *event.Event, replayed bool) bool {
 	log := zerolog.Ctx(ctx).With().Stringer("sender", ev.Sender).Logger()
 	dec, err := b.mx.Decrypt(ctx, ev)
@@ -36,23 +38,26 @@ func (b *Bot) handleEncrypted(ctx context.Context, w *world, ev *event.Event, re
 		log.Warn().Err(err).Msg("cannot decrypt a message of one of hookroom's own accounts")
 		return false
 	}
-	log.Warn().Err(err).Msg("cannot decrypt a message; telling the room")
-	if !b.authorized(w, ev.Sender, ev.RoomID) {
-		return false
-	}
-	content := ev.Content.AsEncrypted()
-	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "undecryptable"), Notice: true, PlainText: true}
-	if rel := content.RelatesTo; rel != nil {
+	// The notice goes where an answer to the message would: into its
+	// thread (the one it is in, or the one it starts), replying to it.
+	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "undecryptable"), Notice: true, PlainText: true, ReplyTo: ev.ID}
+	if rel := ev.Content.AsEncrypted().RelatesTo; rel != nil {
 		switch rel.Type {
 		case event.RelReplace, event.RelAnnotation:
-			return false // an edit or a reaction: nothing to answer
+			log.Info().Err(err).Str("relation", string(rel.Type)).Msg("cannot decrypt an edit or a reaction; nothing to answer")
+			return false
 		case event.RelThread:
 			opts.ThreadRoot = rel.EventID
 		}
 	}
-	if opts.ThreadRoot == "" {
-		opts.ReplyTo = ev.ID
+	if opts.ThreadRoot == "" && w.cfg.Defaults.ThreadMode != config.ThreadModeRoom {
+		opts.ThreadRoot = ev.ID
 	}
+	if !b.authorized(w, ev.Sender, ev.RoomID) {
+		log.Info().Err(err).Msg("cannot decrypt a message of someone not authorized here; not answering")
+		return false
+	}
+	log.Warn().Err(err).Msg("cannot decrypt a message; telling the room")
 	if _, err := b.speakerIn(w, ev.RoomID).SendText(ctx, ev.RoomID, undecryptableNotice, opts); err != nil {
 		log.Warn().Err(err).Msg("failed to tell the room about a message that cannot be decrypted")
 	}

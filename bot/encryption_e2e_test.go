@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -205,16 +206,34 @@ func TestUndecryptableMessageGetsNotice(t *testing.T) {
 	}
 	// The router is in the room, so it speaks for hookroom.
 	notice := phone.WaitMessage(t, room, hstest.Match{Sender: e.userID("router"), Contains: "I can't read this message"})
-	if notice.MsgType != string(event.MsgNotice) || notice.ReplyTo != sent.EventID {
-		t.Errorf("notice msgtype %s reply to %s, want an m.notice replying to %s", notice.MsgType, notice.ReplyTo, sent.EventID)
+	if notice.MsgType != string(event.MsgNotice) || notice.ReplyTo != sent.EventID || notice.ThreadRoot != sent.EventID {
+		t.Errorf("notice msgtype %s reply to %s in thread %s, want an m.notice in the thread of %s replying to it",
+			notice.MsgType, notice.ReplyTo, notice.ThreadRoot, sent.EventID)
 	}
+	// In a thread, the notice replies to the message it is about, in that
+	// thread.
+	llm.Script(llmtest.Text("Root answered."))
+	root := phone.SendText(t, room, "a thread root")
+	phone.WaitMessage(t, room, hstest.Match{Sender: agent, Contains: "Root answered.", ThreadRoot: root})
+	inThread := maps.Clone(bogus)
+	inThread["session_id"] = strings.Repeat("D", 43)
+	inThread["m.relates_to"] = map[string]any{"rel_type": "m.thread", "event_id": root}
+	sentInThread, err := alice.Client.SendMessageEvent(ctx, room, event.EventEncrypted, inThread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	threaded := phone.WaitMessage(t, room, hstest.Match{Sender: e.userID("router"), Contains: "I can't read this message", ThreadRoot: root})
+	if threaded.ReplyTo != sentInThread.EventID {
+		t.Errorf("the notice in the thread replies to %s, want the message it is about, %s", threaded.ReplyTo, sentInThread.EventID)
+	}
+
 	// Barrier: the next message is answered, and it is the agent's next
 	// message after the notice (no second notice came first).
 	llm.Script(llmtest.Text("I can read this one."))
 	phone.SendText(t, room, "readable")
-	next := phone.WaitMessage(t, room, hstest.Match{Sender: agent, After: notice.EventID})
+	next := phone.WaitMessage(t, room, hstest.Match{Sender: agent, After: threaded.EventID})
 	if !strings.Contains(next.FinalBody, "I can read this one.") {
-		t.Errorf("after the notice the agent sent %q, want the answer to the readable message", next.FinalBody)
+		t.Errorf("after the notices the agent sent %q, want the answer to the readable message", next.FinalBody)
 	}
 }
 
