@@ -302,6 +302,7 @@ func (t *turn) wait(ctx context.Context, a approval.Approval) (approval.Approval
 	}
 	// 🛑 on the card stops the turn, as on its reply.
 	b.turnsByEvent.alias(a.CardEventID, t.ev.ID)
+	caughtUp := false // waited for hookroom to catch up with the room once
 	for {
 		cur, err := b.approvals.Get(ctx, a.ID)
 		if err != nil {
@@ -320,6 +321,15 @@ func (t *turn) wait(ctx context.Context, a approval.Approval) (approval.Approval
 		case <-ch:
 			timer.Stop()
 		case <-timer.C:
+			// An answer given before the deadline may still be on its way
+			// (hookroom was down when it was given, or it is queued behind
+			// other events of the room): it counts, by its own time.
+			if !caughtUp && ctx.Err() == nil {
+				caughtUp = true
+				if b.waitCaughtUp(ctx, t.w, cur.RoomID, catchUpLimit) {
+					continue
+				}
+			}
 			t.log.Info().Str("tool", cur.Tool).Msg("nobody answered the approval in time; denied")
 			b.resolveApproval(ctx, t.w, cur, approval.Expired, "", "nobody answered before the deadline")
 		case <-ctx.Done():
@@ -335,6 +345,44 @@ func (t *turn) wait(ctx context.Context, a approval.Approval) (approval.Approval
 			return cur, context.Cause(ctx)
 		}
 	}
+}
+
+// catchUpLimit bounds how long an approval past its deadline waits for
+// hookroom to catch up with its room before it expires.
+const catchUpLimit = 30 * time.Second
+
+// waitCaughtUp waits, at most limit, until every account of w finished its
+// first sync since the start and every event of room that arrived so far
+// was handled, so that an answer given in time but not read yet is read.
+// It reports whether it had to wait (the caller then looks again).
+func (b *Bot) waitCaughtUp(ctx context.Context, w *world, room id.RoomID, limit time.Duration) bool {
+	caughtUp := func() bool {
+		b.readyMu.Lock()
+		defer b.readyMu.Unlock()
+		for user := range w.accounts {
+			if !b.ready[user] {
+				return false
+			}
+		}
+		return b.dispatch == nil || b.dispatch.idle(room)
+	}
+	if caughtUp() {
+		return false
+	}
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !caughtUp() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return true
+		case <-ctx.Done():
+			return true
+		}
+	}
+	return true
 }
 
 // verdict is what the tool loop gets for a decided approval.

@@ -284,6 +284,39 @@ func TestApprovalIgnoresOtherPeople(t *testing.T) {
 // was down is used by the replayed turn (same call, no second card). A
 // replayed turn that no longer makes the call cancels its approval
 // visibly.
+// An approval answered (✅ on the card) while hookroom is down counts when
+// hookroom comes back after the deadline: the answer was given before it.
+func TestApprovalAnsweredWhileDownCountsAfterTheDeadline(t *testing.T) {
+	e, l := newApprovalEnv(t, "6s", "")
+	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c1", "room_info", `{}`)))
+	q := e.say("which room is this?", "")
+	card := e.waitForCard(q, 1)
+	e.waitCardRecorded(card.ID)
+	a, err := e.bot.bot.approvals.ByCard(t.Context(), card.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.bot.stop(t)
+
+	react(t, e.person, e.room, card.ID, "✅")
+	testkit.Eventually(t, 30*time.Second, "the approval's deadline passes while hookroom is down", func() bool {
+		return time.Now().After(a.ExpiresAt)
+	})
+	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c1", "room_info", `{}`)), llmtest.Text("Approved while I was away."))
+	e.bot = e.start(e.config(e.cfg), e.rec, e.opts)
+	if got := e.waitTerminal(2); got[0] != "cancelled:shutdown" || got[1] != "after:Approved while I was away." {
+		t.Fatalf("terminal %v", got)
+	}
+	calls, resolved := l.snapshot()
+	if len(calls) != 1 || calls[0].Blocked {
+		t.Errorf("tool calls %+v, want room_info run once", calls)
+	}
+	if len(resolved) != 1 || resolved[0].Outcome != hooks.ApprovalApproved || resolved[0].DecidedBy != e.person.UserID {
+		t.Errorf("tool:approval_resolved %+v, want approved by %s", resolved, e.person.UserID)
+	}
+	e.waitCardText(card.ID, "Approved by "+string(e.person.UserID))
+}
+
 func TestApprovalSurvivesRestart(t *testing.T) {
 	e, l := newApprovalEnv(t, "5m", "")
 	e.llm.Script(llmtest.Calls(llmtest.ToolCall("c1", "room_info", `{}`)))

@@ -130,11 +130,22 @@ type dispatcher struct {
 	// arrived holds when each queued event was queued (its turn's
 	// latencies are measured from then).
 	arrived map[id.EventID]time.Time
-	wg      sync.WaitGroup
+	// busy counts each room's events queued or being handled.
+	busy map[id.RoomID]int
+	wg   sync.WaitGroup
 }
 
 func newDispatcher(b *Bot) *dispatcher {
-	return &dispatcher{b: b, queues: map[id.RoomID]chan *event.Event{}, redactedIDs: map[id.EventID]struct{}{}, arrived: map[id.EventID]time.Time{}}
+	return &dispatcher{b: b, queues: map[id.RoomID]chan *event.Event{}, redactedIDs: map[id.EventID]struct{}{},
+		arrived: map[id.EventID]time.Time{}, busy: map[id.RoomID]int{}}
+}
+
+// idle reports whether every event of room that reached hookroom so far
+// has been handled (or handed to its turn).
+func (d *dispatcher) idle(room id.RoomID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.busy[room] == 0
 }
 
 // redacted notes that target was redacted. handleSync calls it before it
@@ -203,10 +214,21 @@ func (d *dispatcher) enqueue(ev *event.Event) {
 		go d.work(q)
 	}
 	d.arrived[ev.ID] = time.Now()
+	d.busy[ev.RoomID]++
 	d.mu.Unlock()
 	select {
 	case q <- ev:
 	case <-d.ctx.Done():
+		d.done(ev.RoomID)
+	}
+}
+
+// done counts one event of room as handled.
+func (d *dispatcher) done(room id.RoomID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy[room]--; d.busy[room] <= 0 {
+		delete(d.busy, room)
 	}
 }
 
@@ -223,6 +245,7 @@ func (d *dispatcher) work(q chan *event.Event) {
 }
 
 func (d *dispatcher) handle(ev *event.Event) {
+	defer d.done(ev.RoomID)
 	ctx := d.ctx
 	log := zerolog.Ctx(ctx).With().Stringer("event_id", ev.ID).Stringer("room_id", ev.RoomID).Logger()
 	ctx = withArrival(log.WithContext(ctx), d.arrival(ev.ID))
