@@ -100,6 +100,7 @@ func (p *Plugin) spawn(ctx context.Context) (*instance, *protocol.InitializeResu
 	inst.conn = jsonrpc.NewConn(proc.Stdout(), proc.Stdin(), hostHandler{p: p, inst: inst}, jsonrpc.Options{
 		MaxLineBytes: p.sup.MaxLineBytes,
 		Logger:       &p.log,
+		Redact:       p.redact,
 		Inline:       func(m string) bool { return m == protocol.MethodLog },
 		Trace:        p.trace(),
 	})

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -89,6 +90,9 @@ type Options struct {
 	// Logger receives protocol problems: garbage lines, unknown response
 	// ids, dropped messages. Nil logs nothing.
 	Logger *zerolog.Logger
+	// Redact, when set, masks what the peer wrote before it reaches the log
+	// (a garbage line is logged in part): the peer's secrets, for example.
+	Redact func(text string) string
 	// Trace, when set, sees every line: sent (out) right before it is
 	// written, received (!out) before it is handled. For debugging; it must be safe
 	// for concurrent use and must not keep line.
@@ -457,7 +461,7 @@ func (c *Conn) readLoop(rd *lineReader) {
 			line = rd.long
 		}
 		if len(line) > c.opts.MaxLineBytes {
-			c.garbageLine(line[:min(len(line), 200)], fmt.Errorf("%w: more than %d bytes", ErrLineTooLong, c.opts.MaxLineBytes))
+			c.garbageLine(line[:min(len(line), 4096)], fmt.Errorf("%w: more than %d bytes", ErrLineTooLong, c.opts.MaxLineBytes))
 			line = nil
 		}
 		var job *job
@@ -691,11 +695,19 @@ func (c *Conn) reply(id json.RawMessage, result any, err error) {
 
 func (c *Conn) garbageLine(line []byte, err error) {
 	const show = 200
-	if len(line) > show {
-		line = append(line[:show:show], "…"...)
+	text := string(line)
+	if c.opts.Redact != nil {
+		text = c.opts.Redact(text) // before the cut, which could split a secret
+	}
+	if len(text) > show {
+		n := show
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		text = text[:n] + "…"
 	}
 	if ev := c.garbage.event(c.log.Warn()); ev != nil {
-		ev.Err(err).Bytes("line", line).Msg("skipping a line that is not a valid JSON-RPC 2.0 message")
+		ev.Err(err).Str("line", text).Msg("skipping a line that is not a valid JSON-RPC 2.0 message")
 	}
 }
 

@@ -186,7 +186,9 @@ func TestGarbageIsSkipped(t *testing.T) {
 	log := zerolog.New(&logs)
 	pr, pw := io.Pipe()
 	outR, outW := io.Pipe()
-	c := jsonrpc.NewConn(pr, outW, nil, jsonrpc.Options{Logger: &log, MaxLineBytes: 100})
+	const secret = "sk-peer-secret-0123456789"
+	redact := func(s string) string { return strings.ReplaceAll(s, secret, "[REDACTED]") }
+	c := jsonrpc.NewConn(pr, outW, nil, jsonrpc.Options{Logger: &log, MaxLineBytes: 100, Redact: redact})
 	defer c.Close()
 
 	// A call whose response arrives after garbage lines.
@@ -210,6 +212,8 @@ func TestGarbageIsSkipped(t *testing.T) {
 	go io.Copy(io.Discard, outR)
 	garbage := []string{
 		"hello world",
+		"my key is " + secret,             // a peer printing its secret to stdout by mistake
+		strings.Repeat("y", 190) + secret, // masked before the line is cut for the log
 		`{"jsonrpc":"1.0","id":1,"result":1}`,
 		`{"jsonrpc":"2.0"}`,
 		`{"jsonrpc":"2.0","id":"zz","result":1}`,
@@ -231,10 +235,13 @@ func TestGarbageIsSkipped(t *testing.T) {
 		t.Fatal("the call did not complete after garbage")
 	}
 	out := logs.String()
-	for _, want := range []string{"not a JSON object", "not JSON-RPC 2.0", "neither a request nor a response", "was never sent", "line too long"} {
+	for _, want := range []string{"not a JSON object", "not JSON-RPC 2.0", "neither a request nor a response", "was never sent", "line too long", "my key is [REDACTED]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "sk-peer") {
+		t.Errorf("the log shows (part of) the peer's secret:\n%s", out)
 	}
 	pw.Close()
 }
