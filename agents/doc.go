@@ -1,5 +1,6 @@
 // Package agents defines agents and the models they run on: the Model
-// interface and its providers (OpenAI-compatible, and echo for offline demos),
+// interface and its providers (OpenAI-compatible, Anthropic, and echo for
+// offline demos),
 // the tool loop, built-in tools, session history and compaction. It knows
 // nothing of Matrix; the bot translates.
 //
@@ -9,31 +10,40 @@
 // gathered with Complete). NewModel builds one from a ModelSpec: provider
 // "openai" talks to any OpenAI-compatible server through
 // github.com/sashabaranov/go-openai (streaming, tool-call deltas accumulated by
-// index); "echo" answers offline and says so. Every failure is a *ModelError
+// index); "anthropic" speaks Anthropic's Messages API natively through the
+// official github.com/anthropics/anthropic-sdk-go (streamed tool_use input
+// gathered, the stable prompt prefix marked for prompt caching); "echo"
+// answers offline and says so. Every failure is a *ModelError
 // with a Kind, the HTTP status, whether a retry may help, and a message fit to
 // show a person; API keys never appear in errors or logs.
 //
 // # One turn
 //
-// The bot runs a turn roughly like this:
+// The bot runs a turn roughly like this (bot/turn.go: prompt, run, deliver).
+// It compacts the history before it loads it, so the prompt fits the model's
+// window, and stores the turn with AppendTurn, whose callback marks the
+// answered message handled in the same transaction:
 //
 //	scope := agents.ScopeKey(room, threadRoot)
+//	_, err := history.Compact(ctx, agents.CompactRequest{Scope: scope,
+//		Budget: agents.HistoryBudget(window, 0), Summarizer: model, Hooks: registry, …})
 //	past, err := history.Load(ctx, scope)
-//	prompt := append([]agents.Message{{Role: agents.RoleSystem, Content: system + turn.System}}, past...)
+//	prompt := append([]agents.Message{{Role: agents.RoleSystem, Content: system, StablePrefix: stable}}, past...)
 //	if turn.Transient != "" {
 //		prompt = append(prompt, agents.Message{Role: agents.RoleUser, Content: turn.Transient})
 //	}
 //	prompt = append(prompt, agents.Message{Role: agents.RoleUser, Content: turn.Prompt})
 //	res, err := agents.Run(ctx, agents.RunRequest{Model: model, Messages: prompt, Tools: tools,
-//		Hooks: registry, Agent: agent, RoomID: room, ThreadID: thread, …, OnText: stream.Append})
+//		Hooks: registry, Agent: agent, RoomID: room, ThreadID: thread, …, OnText: stream.Append,
+//		NeedsApproval: needsApproval, Approve: approve})
 //	stored := append([]agents.Message{{Role: agents.RoleUser, Content: turn.Prompt}}, res.Messages...)
-//	newSession, err := history.Append(ctx, scope, agent, stored...)
+//	newSession, err := history.AppendTurn(ctx, scope, agent, answered, markHandled, stored...)
 //	if newSession { /* emit session:started with history.Session(ctx, scope) */ }
-//	history.Compact(ctx, agents.CompactRequest{Scope: scope, Budget: agents.HistoryBudget(window, 0), …})
 //
-// Run emits tool:before_call and tool:after_call itself; the caller emits
-// session:started (History.Append reports the first append of a scope), and
-// Compact emits compaction:before and compaction:after.
+// Run emits tool:before_call and tool:after_call itself (and asks
+// NeedsApproval and Approve before a call that needs a person); the caller
+// emits session:started (AppendTurn reports the first append of a scope),
+// and Compact emits compaction:before and compaction:after.
 //
 // # History
 //
