@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/plugins/process"
 )
 
 // Instance is a loaded plugin, whatever its tier (built-in Go code or a
@@ -57,36 +58,11 @@ type Tool struct {
 
 // ToolCall is one call of a plugin tool by an agent: the call as the
 // tool hooks see it (hooks.ToolCall: the tool, the arguments the model
-// passed, the agent, room, thread, requester and session) and what the
-// plugin needs to serve it.
-type ToolCall struct {
-	hooks.ToolCall
-	// CorrelationID ties the call to the turn's hook runs in logs.
-	CorrelationID string
-	// Emit emits a custom event (observer mode) on behalf of the tool's
-	// plugin; nil when the caller offers none (Call then reports
-	// hooks.ErrNoService). Set.CallTool fills it.
-	Emit func(ctx context.Context, event string, payload any) error
-}
-
-// DecodeArguments unmarshals the call's arguments into v.
-func (c ToolCall) DecodeArguments(v any) error {
-	if len(c.Arguments) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(c.Arguments, v); err != nil {
-		return fmt.Errorf("failed to decode tool arguments: %w", err)
-	}
-	return nil
-}
-
-// EmitEvent emits the custom event name with payload through c.Emit.
-func (c ToolCall) EmitEvent(ctx context.Context, name string, payload any) error {
-	if c.Emit == nil {
-		return fmt.Errorf("failed to emit %q: %w", name, hooks.ErrNoService)
-	}
-	return c.Emit(ctx, name, payload)
-}
+// passed, the agent, room, thread, requester and session), the turn's
+// correlation id and Emit, which emits custom events on behalf of the
+// tool's plugin (Set.CallTool fills it). It is process.ToolCall, the one
+// tool-call type of built-in and process plugins.
+type ToolCall = process.ToolCall
 
 // Call runs the tool. A panic in Func is recovered and returned as an error.
 func (t Tool) Call(ctx context.Context, call ToolCall) (out string, err error) {

@@ -24,6 +24,7 @@ import (
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/child"
+	"github.com/hookroom/hookroom/plugins/process"
 	"github.com/hookroom/hookroom/sandbox"
 )
 
@@ -39,34 +40,18 @@ const (
 	KindProcess Kind = "process"
 )
 
-// ProcessSpec is everything needed to start one process plugin.
-type ProcessSpec struct {
-	// Name is the plugin's name (from its manifest).
-	Name string
-	// Dir is the plugin directory (absolute).
-	Dir string
-	// Command is the manifest's command with paths resolved (ResolveCommand).
-	Command []string
-	// Env is the process's complete environment, KEY=VALUE, already
-	// filtered: PATH, HOME (= StateDir), LANG and the variables the
-	// manifest asks for and config.yaml allows.
-	Env []string
-	// StateDir is the plugin's state directory (absolute, created); the
-	// process runs in it.
-	StateDir string
-	// Settings are the entry's settings from config.yaml.
-	Settings hooks.Settings
-	// Overrides are config.yaml's per-hook overrides (only those naming a
-	// hook the plugin declares are applied by the registry).
-	Overrides map[string]hooks.Override
-	// Sandbox confines the process (nil: unconfined; the entry's
-	// sandbox.enabled is false).
-	Sandbox *sandbox.Policy
-	// Secrets are masked wherever the plugin's output reaches the log
-	// (process.Spec.Secrets): hookroom's own secrets, the values of the
-	// plugin's environment variables and its secret settings values.
-	Secrets []string
-}
+// ProcessSpec is everything needed to start one process plugin: it is
+// process.Spec. The loader fills Name (the manifest's), Dir (absolute),
+// Command (the manifest's, resolved by ResolveCommand), Env (filtered:
+// PATH, HOME (= StateDir), LANG and the variables the manifest asks for
+// and config.yaml allows), StateDir (absolute, created), Settings (the
+// entry's, from config.yaml), Overrides (config.yaml's per-hook
+// overrides; the registry applies those naming a hook the plugin
+// declares), Sandbox (nil when the entry's sandbox.enabled is false) and
+// Secrets (hookroom's own secrets, the values of the plugin's environment
+// variables and its secret settings values). It leaves Supervision and
+// Trace zero: the StartFunc sets them (ProcessStarter sets Supervision).
+type ProcessSpec = process.Spec
 
 // StartFunc starts a process plugin: the process is running and has
 // declared its hooks and tools when it returns. ctx bounds the start only;

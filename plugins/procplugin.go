@@ -10,16 +10,13 @@ import (
 func init() { defaultStart = ProcessStarter(process.Supervision{}) }
 
 // ProcessStarter returns the StartFunc that runs process plugins under the
-// plugins/process supervisor with sup (zero fields: the supervisor's
-// defaults). Load uses it with zero supervision unless
+// plugins/process supervisor with sup as their Supervision (zero fields:
+// the supervisor's defaults). Load uses it with zero supervision unless
 // Loader.StartProcess is set.
 func ProcessStarter(sup process.Supervision) StartFunc {
 	return func(ctx context.Context, spec ProcessSpec) (Instance, error) {
-		p, err := process.Start(ctx, process.Spec{
-			Name: spec.Name, Dir: spec.Dir, Command: spec.Command, Env: spec.Env,
-			StateDir: spec.StateDir, Settings: spec.Settings, Overrides: spec.Overrides,
-			Sandbox: spec.Sandbox, Supervision: sup, Secrets: spec.Secrets,
-		})
+		spec.Supervision = sup
+		p, err := process.Start(ctx, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -47,9 +44,7 @@ func (pi *processInstance) Tools() []Tool {
 		tools = append(tools, Tool{
 			Name: d.Name, Description: d.Description, Parameters: d.Parameters,
 			Func: func(ctx context.Context, call ToolCall) (string, error) {
-				return pi.p.CallTool(ctx, name, process.ToolCallRequest{
-					ToolCall: call.ToolCall, CorrelationID: call.CorrelationID, Emit: call.Emit,
-				})
+				return pi.p.CallTool(ctx, name, call)
 			},
 		})
 	}

@@ -21,7 +21,7 @@ type invocation struct {
 	id   uint64
 	ctx  context.Context // the hook's or tool call's context: deadline, depth, logger
 	c    hooks.Context   // the hook's copy (nil for tools)
-	tool *ToolCallRequest
+	tool *ToolCall
 
 	// attachments holds the files the hook read so far, so that reading a
 	// large one in chunks downloads it once. They go with the invocation.
@@ -43,7 +43,7 @@ type helpers interface {
 
 var _ helpers = (*hooks.MessageReceivedContext)(nil)
 
-func (p *Plugin) register(ctx context.Context, c hooks.Context, tool *ToolCallRequest) *invocation {
+func (p *Plugin) register(ctx context.Context, c hooks.Context, tool *ToolCall) *invocation {
 	inv := &invocation{id: p.nextInv.Add(1), ctx: ctx, c: c, tool: tool}
 	p.invMu.Lock()
 	p.invs[inv.id] = inv

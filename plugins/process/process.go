@@ -169,16 +169,43 @@ type Emitter interface {
 	Emit(ctx context.Context, event string, payload any) error
 }
 
-// ToolCallRequest is one call of a plugin tool by an agent: the call as
-// the tool hooks see it (hooks.ToolCall) and what the process needs to
-// serve it.
-type ToolCallRequest struct {
+// ToolCall is one call of a plugin tool by an agent: the call as the
+// tool hooks see it (hooks.ToolCall: the tool, the arguments the model
+// passed, the agent, room, thread, requester and session) and what the
+// plugin needs to serve it. It is the one tool-call type of both tiers:
+// plugins.ToolCall is this type, a built-in plugin's tool gets it as it
+// is, and a process plugin's tool gets it through tool.call (CallTool
+// sends it as protocol.ToolCallParams, the Go SDK reads it back; the
+// protocol package converts both ways).
+type ToolCall struct {
 	hooks.ToolCall
-	// CorrelationID ties the call to the turn in logs.
+	// CorrelationID ties the call to the turn's hook runs in logs.
 	CorrelationID string
-	// Emit serves the tool's host.emit calls; nil answers them with
-	// "service unavailable".
+	// Emit emits a custom event (observer mode) on behalf of the tool's
+	// plugin; nil when the caller offers none (EmitEvent then reports
+	// hooks.ErrNoService, a process plugin's host.emit is answered with
+	// "service unavailable"). plugins.Set.CallTool fills it.
 	Emit func(ctx context.Context, event string, payload any) error
+}
+
+// DecodeArguments unmarshals the call's arguments into v; no arguments
+// leave v as it is.
+func (c ToolCall) DecodeArguments(v any) error {
+	if len(c.Arguments) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(c.Arguments, v); err != nil {
+		return fmt.Errorf("failed to decode tool arguments: %w", err)
+	}
+	return nil
+}
+
+// EmitEvent emits the custom event name with payload through c.Emit.
+func (c ToolCall) EmitEvent(ctx context.Context, name string, payload any) error {
+	if c.Emit == nil {
+		return fmt.Errorf("failed to emit %q: %w", name, hooks.ErrNoService)
+	}
+	return c.Emit(ctx, name, payload)
 }
 
 // Plugin is a running process plugin and its supervisor. Its hooks and
@@ -448,7 +475,7 @@ func (p *Plugin) hookHandler(event, name string) hooks.AnyHandler {
 // output. Without a deadline on ctx the call is bounded by
 // Supervision.ToolTimeout. While it runs, the tool may call host.emit
 // (served by call.Emit) and host.log.
-func (p *Plugin) CallTool(ctx context.Context, name string, call ToolCallRequest) (string, error) {
+func (p *Plugin) CallTool(ctx context.Context, name string, call ToolCall) (string, error) {
 	if !slices.ContainsFunc(p.tools, func(t ToolDecl) bool { return t.Name == name }) {
 		return "", fmt.Errorf("process plugin %q: %w %q", p.spec.Name, ErrUnknownTool, name)
 	}
@@ -463,15 +490,12 @@ func (p *Plugin) CallTool(ctx context.Context, name string, call ToolCallRequest
 	}
 	inv := p.register(ctx, nil, &call)
 	defer p.unregister(inv)
-	args := call.Arguments
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
+	tc := call.ToolCall
+	tc.Tool = name
+	if len(tc.Arguments) == 0 {
+		tc.Arguments = json.RawMessage("{}")
 	}
-	params := protocol.ToolCallParams{
-		Invocation: inv.id, Tool: name, Arguments: args, Agent: string(call.Agent), RoomID: call.RoomID,
-		ThreadID: call.ThreadID, RequesterID: call.RequesterID, SessionID: call.SessionID, CorrelationID: call.CorrelationID,
-		DeadlineMS: deadlineMS(ctx),
-	}
+	params := protocol.NewToolCallParams(inv.id, tc, call.CorrelationID, deadlineMS(ctx))
 	raw, err := inst.conn.Call(ctx, protocol.MethodToolCall, params)
 	if err != nil {
 		return "", p.callError(ctx, inst, "tool "+name, err)

@@ -190,12 +190,12 @@ func TestRoundTripEveryMode(t *testing.T) {
 		if len(tools) != 5 || tools[0].Name != "echo" || string(tools[0].Parameters) != `{"type":"object"}` {
 			t.Fatalf("tools = %+v", tools)
 		}
-		out, err := p.CallTool(ctx, "echo", process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{"x":1}`)}})
+		out, err := p.CallTool(ctx, "echo", process.ToolCall{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{"x":1}`)}})
 		if err != nil || out != `{"x":1}` {
 			t.Errorf("echo = %q, %v", out, err)
 		}
 		var emitted []string
-		out, err = p.CallTool(ctx, "emit_tool", process.ToolCallRequest{Emit: func(_ context.Context, ev string, payload any) error {
+		out, err = p.CallTool(ctx, "emit_tool", process.ToolCall{Emit: func(_ context.Context, ev string, payload any) error {
 			raw, _ := json.Marshal(payload)
 			emitted = append(emitted, ev+" "+string(raw))
 			return nil
@@ -203,16 +203,16 @@ func TestRoundTripEveryMode(t *testing.T) {
 		if err != nil || out != "emitted" || !slices.Equal(emitted, []string{`test:emitted {"from":"tool"}`}) {
 			t.Errorf("emit_tool = %q, %v; emitted %q", out, err, emitted)
 		}
-		_, err = p.CallTool(ctx, "emit_tool", process.ToolCallRequest{})
+		_, err = p.CallTool(ctx, "emit_tool", process.ToolCall{})
 		if err == nil || !strings.Contains(err.Error(), "-32002") {
 			t.Errorf("emit_tool without an emitter: err = %v, want service unavailable", err)
 		}
-		if _, err := p.CallTool(ctx, "nope", process.ToolCallRequest{}); !errors.Is(err, process.ErrUnknownTool) {
+		if _, err := p.CallTool(ctx, "nope", process.ToolCall{}); !errors.Is(err, process.ErrUnknownTool) {
 			t.Errorf("unknown tool: err = %v", err)
 		}
 	})
 	t.Run("environment and working directory", func(t *testing.T) {
-		out, err := p.CallTool(ctx, "env", process.ToolCallRequest{})
+		out, err := p.CallTool(ctx, "env", process.ToolCall{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,7 +359,7 @@ func TestFaults(t *testing.T) {
 					_ = hooks.Emit(ctx, reg, hooks.MessageBeforeResponse, c)
 				})
 				t.Logf("Emit on the disabled plugin took %v", d)
-				if _, err := p.CallTool(ctx, "echo", process.ToolCallRequest{}); !errors.Is(err, process.ErrDisabled) {
+				if _, err := p.CallTool(ctx, "echo", process.ToolCall{}); !errors.Is(err, process.ErrDisabled) {
 					t.Errorf("CallTool on a disabled plugin: err = %v, want ErrDisabled", err)
 				}
 			}
@@ -533,7 +533,7 @@ func TestCallsAfterCloseFail(t *testing.T) {
 	if c.Draft.Text != "x" || statsOf(reg, "footer").Errors != 1 {
 		t.Errorf("draft=%q stats=%+v", c.Draft.Text, statsOf(reg, "footer"))
 	}
-	if _, err := p.CallTool(ctx, "echo", process.ToolCallRequest{}); !errors.Is(err, process.ErrClosed) {
+	if _, err := p.CallTool(ctx, "echo", process.ToolCall{}); !errors.Is(err, process.ErrClosed) {
 		t.Errorf("err = %v, want ErrClosed", err)
 	}
 }

@@ -42,7 +42,7 @@ func TestSandboxConfinesThePlugin(t *testing.T) {
 	call := func(tool, path string) string {
 		t.Helper()
 		args, _ := json.Marshal(map[string]string{"path": path})
-		out, err := p.CallTool(ctx, tool, process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: args}})
+		out, err := p.CallTool(ctx, tool, process.ToolCall{ToolCall: hooks.ToolCall{Arguments: args}})
 		if err != nil {
 			t.Fatalf("%s %s: %v", tool, path, err)
 		}
@@ -67,7 +67,7 @@ func TestSandboxConfinesThePlugin(t *testing.T) {
 	}
 	// Its temporary directory is inside the state directory.
 	var env struct{ Env []string }
-	raw, err := p.CallTool(ctx, "env", process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{}`)}})
+	raw, err := p.CallTool(ctx, "env", process.ToolCall{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -241,7 +241,7 @@ func newHarness(t *testing.T, mode string) *sdktest.Harness {
 		t.Cleanup(func() { p.Close() })
 		hp = p.RegistryPlugin("test")
 		h.CallTool = func(name string, call plugins.ToolCall) (string, error) {
-			return p.CallTool(h.Ctx, name, process.ToolCallRequest{ToolCall: call.ToolCall, CorrelationID: call.CorrelationID, Emit: call.Emit})
+			return p.CallTool(h.Ctx, name, call)
 		}
 	default:
 		t.Fatalf("unknown mode %q", mode)

@@ -316,10 +316,7 @@ func (s *server) callTool(ctx context.Context, params *protocol.ToolCallParams) 
 	ctx = context.WithValue(ctx, callKey{}, cl)
 	log := zerolog.New(&hostLogWriter{s: s, call: cl}).With().Str("tool", params.Tool).Logger()
 	ctx = log.WithContext(ctx)
-	tc := plugins.ToolCall{ToolCall: hooks.ToolCall{
-		Tool: params.Tool, Arguments: params.Arguments, Agent: hooks.AgentName(params.Agent), RoomID: params.RoomID,
-		ThreadID: params.ThreadID, RequesterID: params.RequesterID, SessionID: params.SessionID,
-	}, CorrelationID: params.CorrelationID, Emit: cl.emit}
+	tc := plugins.ToolCall{ToolCall: params.Call(), CorrelationID: params.CorrelationID, Emit: cl.emit}
 	out, err := t.Call(ctx, tc)
 	if err != nil {
 		var pe *hooks.PanicError

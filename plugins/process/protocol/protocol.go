@@ -5,6 +5,7 @@ import (
 
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/plugins/process/jsonrpc"
 )
 
@@ -147,7 +148,12 @@ type HookInvokeResult struct {
 	Context json.RawMessage `json:"context,omitempty"`
 }
 
-// ToolCallParams ask the plugin to run one tool.
+// ToolCallParams ask the plugin to run one tool: hooks.ToolCall, the
+// call as the tool hooks see it, with the turn's correlation id, the
+// invocation and the deadline. The host builds them with NewToolCallParams
+// and the plugin reads the call back with Call; the fields are listed here
+// again only for the wire format (agent is omitted when empty, unlike in
+// the hooks' contexts).
 type ToolCallParams struct {
 	Invocation uint64 `json:"invocation"`
 	Tool       string `json:"tool"`
@@ -162,6 +168,25 @@ type ToolCallParams struct {
 	// carry (for logs).
 	CorrelationID string `json:"correlation_id,omitempty"`
 	DeadlineMS    int64  `json:"deadline_ms"`
+}
+
+// NewToolCallParams returns the tool.call params of call (its Tool names
+// the tool to run).
+func NewToolCallParams(invocation uint64, call hooks.ToolCall, correlationID string, deadlineMS int64) ToolCallParams {
+	return ToolCallParams{
+		Invocation: invocation, Tool: call.Tool, Arguments: call.Arguments, Agent: string(call.Agent),
+		RoomID: call.RoomID, ThreadID: call.ThreadID, RequesterID: call.RequesterID, SessionID: call.SessionID,
+		CorrelationID: correlationID, DeadlineMS: deadlineMS,
+	}
+}
+
+// Call returns the call p carries, as the tool hooks see it: the inverse
+// of NewToolCallParams (the correlation id is p.CorrelationID).
+func (p *ToolCallParams) Call() hooks.ToolCall {
+	return hooks.ToolCall{
+		Tool: p.Tool, Arguments: p.Arguments, Agent: hooks.AgentName(p.Agent), RoomID: p.RoomID,
+		ThreadID: p.ThreadID, RequesterID: p.RequesterID, SessionID: p.SessionID,
+	}
 }
 
 // ToolCallResult is the tool's output, as the model will read it.

@@ -94,7 +94,7 @@ func newHarness(t *testing.T, mode string) *harness {
 	t.Cleanup(func() { p.Close() })
 	h.p = p
 	h.CallTool = func(name string, call plugins.ToolCall) (string, error) {
-		return p.CallTool(h.Ctx, name, process.ToolCallRequest{ToolCall: call.ToolCall, CorrelationID: call.CorrelationID, Emit: call.Emit})
+		return p.CallTool(h.Ctx, name, call)
 	}
 	h.Register(t, p.RegistryPlugin("test"))
 	return h

@@ -62,7 +62,7 @@ func TestTranscript(t *testing.T) {
 			break
 		}
 	}
-	out, err := p.CallTool(ctx, "add", process.ToolCallRequest{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{"a":2,"b":40}`), Agent: "assistant"}})
+	out, err := p.CallTool(ctx, "add", process.ToolCall{ToolCall: hooks.ToolCall{Arguments: json.RawMessage(`{"a":2,"b":40}`), Agent: "assistant"}})
 	if err != nil || out != "42" {
 		t.Fatalf("add = %q, %v", out, err)
 	}
