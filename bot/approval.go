@@ -253,10 +253,7 @@ func (t *turn) approvalHooks(ctx context.Context, a approval.Approval, call hook
 		return a, false
 	}
 	c := &hooks.ToolApprovalRequestedContext{ToolCall: call, ApprovalID: a.ID, Reason: a.Reason, ExpiresAt: a.ExpiresAt}
-	c.CorrelationID = string(t.ev.ID)
-	if err := hooks.Emit(ctx, t.reg, hooks.ToolApprovalRequested, c); err != nil {
-		t.log.Warn().Err(err).Msg("tool:approval_requested hooks did not finish")
-	}
+	emit(ctx, t.reg, hooks.ToolApprovalRequested, c)
 	status := approval.Approved
 	switch c.Decision {
 	case hooks.ApprovalApprove:
@@ -441,9 +438,7 @@ func (b *Bot) resolveApproval(ctx context.Context, w *world, a approval.Approval
 			Waited: a.DecidedAt.Sub(a.CreatedAt),
 		}
 		c.CorrelationID = string(a.SourceEventID)
-		if err := hooks.Emit(context.WithoutCancel(ctx), reg, hooks.ToolApprovalResolved, c); err != nil {
-			log.Warn().Err(err).Msg("tool:approval_resolved hooks did not finish")
-		}
+		emit(context.WithoutCancel(ctx), reg, hooks.ToolApprovalResolved, c)
 	}
 	// The turn goes on before the card shows the outcome: it waits for the
 	// decision, not for the homeserver.

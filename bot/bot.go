@@ -477,9 +477,7 @@ func (b *Bot) emitLifecycleFor(ctx context.Context, w *world, ev hooks.Event[hoo
 		c.Rooms = w.cfg.Agents[string(e.name)].Rooms
 	}
 	c.CorrelationID = fmt.Sprintf("%s:%s", ev.Name(), e.name)
-	if err := hooks.Emit(ctx, reg, ev, c); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("event", ev.Name()).Msg("lifecycle hooks did not finish")
-	}
+	emit(ctx, reg, ev, c)
 }
 
 // entities lists the managed accounts, router first, then agents by name.

@@ -147,10 +147,7 @@ func (b *Bot) handleMessage(ctx context.Context, w *world, ev *event.Event, repl
 	reg := b.live.Load()
 	if reg.Has(hooks.MessageReceived.Name()) {
 		c := &hooks.MessageReceivedContext{Envelope: env}
-		c.CorrelationID = string(ev.ID)
-		if err := hooks.Emit(ctx, reg, hooks.MessageReceived, c); err != nil {
-			log.Warn().Err(err).Msg("message:received hooks did not finish")
-		}
+		emit(ctx, reg, hooks.MessageReceived, c)
 		if c.Suppress {
 			log.Info().Msg("message suppressed by a message:received hook")
 			return false
@@ -255,10 +252,7 @@ func (b *Bot) handleReaction(ctx context.Context, w *world, ev *event.Event) {
 	if m := b.services.lookup(rel.EventID); m != nil {
 		c.Agent, c.ThreadID = m.agent, m.thread
 	}
-	c.CorrelationID = string(ev.ID)
-	if err := hooks.Emit(ctx, reg, hooks.ReactionReceived, c); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Msg("reaction:received hooks did not finish")
-	}
+	emit(ctx, reg, hooks.ReactionReceived, c)
 }
 
 // trackMembers records, for joined rooms hookroom sees for the first time
@@ -314,7 +308,6 @@ func (b *Bot) handleMember(ctx context.Context, w *world, ev *event.Event) {
 		DisplayName: m.Displayname, AvatarURL: string(m.AvatarURL),
 		Membership: string(m.Membership), PrevMembership: string(prev.Membership),
 	}
-	c.CorrelationID = string(ev.ID)
 	switch {
 	case m.Membership == event.MembershipJoin && prev.Membership != event.MembershipJoin:
 		first, err := b.track.MarkJoined(ctx, ev.RoomID, user)
@@ -326,14 +319,10 @@ func (b *Bot) handleMember(ctx context.Context, w *world, ev *event.Event) {
 			return
 		}
 		zerolog.Ctx(ctx).Info().Stringer("user", user).Msg("new member joined")
-		if err := hooks.Emit(ctx, reg, hooks.RoomMemberJoined, c); err != nil {
-			zerolog.Ctx(ctx).Warn().Err(err).Msg("room:member_joined hooks did not finish")
-		}
+		emit(ctx, reg, hooks.RoomMemberJoined, c)
 	case m.Membership == event.MembershipLeave && prev.Membership == event.MembershipJoin && ev.Sender == user:
 		c.DisplayName, c.AvatarURL = prev.Displayname, string(prev.AvatarURL)
-		if err := hooks.Emit(ctx, reg, hooks.RoomMemberLeft, c); err != nil {
-			zerolog.Ctx(ctx).Warn().Err(err).Msg("room:member_left hooks did not finish")
-		}
+		emit(ctx, reg, hooks.RoomMemberLeft, c)
 	}
 	if (m.Membership == event.MembershipLeave || m.Membership == event.MembershipBan) && prev.Membership == event.MembershipJoin {
 		b.leaveIfAlone(ctx, ev.RoomID)
@@ -430,10 +419,7 @@ func (b *Bot) handleHookMessage(ctx context.Context, w *world, ev *event.Event, 
 		if plugin, event, ok := strings.Cut(o.source, ":"); ok && event == hooks.MessageReceived.Name() {
 			c.SkipPlugins = []string{plugin}
 		}
-		c.CorrelationID = string(ev.ID)
-		if err := hooks.Emit(ctx, reg, hooks.MessageReceived, c); err != nil {
-			log.Warn().Err(err).Msg("message:received hooks did not finish")
-		}
+		emit(ctx, reg, hooks.MessageReceived, c)
 		if c.Suppress {
 			return false
 		}

@@ -10,6 +10,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/tracking"
 )
@@ -248,7 +249,7 @@ func (d *dispatcher) handle(ev *event.Event) {
 	defer d.done(ev.RoomID)
 	ctx := d.ctx
 	log := zerolog.Ctx(ctx).With().Stringer("event_id", ev.ID).Stringer("room_id", ev.RoomID).Logger()
-	ctx = withArrival(log.WithContext(ctx), d.arrival(ev.ID))
+	ctx = hooks.WithCorrelationID(withArrival(log.WithContext(ctx), d.arrival(ev.ID)), string(ev.ID))
 	async := false
 	func() {
 		defer func() {

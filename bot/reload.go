@@ -242,7 +242,5 @@ func (b *Bot) emitReloaded(ctx context.Context, rep ReloadReport) {
 		AddedAgents: names(rep.Config.AgentsAdded), ChangedAgents: names(rep.Config.AgentsChanged),
 		RemovedAgents: names(rep.Config.AgentsRemoved), PluginChanges: slices.Clone(rep.Plugins),
 	}
-	if err := hooks.Emit(context.WithoutCancel(ctx), reg, hooks.ConfigReloaded, c); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Msg("config:reloaded hooks did not finish")
-	}
+	emit(context.WithoutCancel(ctx), reg, hooks.ConfigReloaded, c)
 }

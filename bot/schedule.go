@@ -81,9 +81,7 @@ func (b *Bot) fireSchedule(ctx context.Context, f schedule.Firing) (id.EventID, 
 			Agent: t.Agent, DueAt: f.Due.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MessageText: text,
 		}
 		c.CorrelationID = fmt.Sprintf("schedule:%s:%d", t.ID, f.Due.UnixMilli())
-		if err := hooks.Emit(ctx, reg, hooks.ScheduleFired, c); err != nil {
-			log.Warn().Err(err).Msg("schedule:fired hooks did not finish")
-		}
+		emit(ctx, reg, hooks.ScheduleFired, c)
 		if c.Suppress {
 			log.Info().Msg("scheduled message suppressed by a schedule:fired hook")
 			return "", nil

@@ -213,6 +213,7 @@ func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.
 func (t *turn) run(parent context.Context) {
 	// The turn's deadline does not count the time it waits for a person's
 	// approval of a tool call.
+	parent = hooks.WithCorrelationID(parent, string(t.ev.ID))
 	if t.trace != nil {
 		parent = hooks.WithRunDetail(trace.WithRecorder(parent, t.trace))
 	}
@@ -334,10 +335,7 @@ func (t *turn) claim(ctx context.Context) bool {
 		return false
 	}
 	c := &hooks.MessageClaimContext{Envelope: t.env}
-	c.CorrelationID = string(t.ev.ID)
-	if err := hooks.Emit(ctx, t.reg, hooks.MessageClaim, c); err != nil {
-		t.log.Warn().Err(err).Msg("message:claim hooks did not finish")
-	}
+	emit(ctx, t.reg, hooks.MessageClaim, c)
 	if c.Claimed == nil {
 		return false
 	}
@@ -364,7 +362,6 @@ func (t *turn) enrich(ctx context.Context, userText string) (enrich.Turn, error)
 	var msgItems, sysItems []hooks.EnrichmentItem
 	if t.reg.Has(hooks.MessageEnrich.Name()) {
 		c := &hooks.MessageEnrichContext{Envelope: t.env, TargetAgent: t.agent}
-		c.CorrelationID = string(t.ev.ID)
 		if err := hooks.Emit(ctx, t.reg, hooks.MessageEnrich, c); err != nil {
 			return enrich.Turn{}, fmt.Errorf("failed to enrich the message: %w", err)
 		}
@@ -372,7 +369,6 @@ func (t *turn) enrich(ctx context.Context, userText string) (enrich.Turn, error)
 	}
 	if t.reg.Has(hooks.SystemEnrich.Name()) {
 		c := &hooks.SystemEnrichContext{Envelope: t.env, TargetAgent: t.agent}
-		c.CorrelationID = string(t.ev.ID)
 		if err := hooks.Emit(ctx, t.reg, hooks.SystemEnrich, c); err != nil {
 			return enrich.Turn{}, fmt.Errorf("failed to enrich the system prompt: %w", err)
 		}
@@ -706,10 +702,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{
 			Text: text, Kind: hooks.ResponseAI, ToolTrace: res.ToolTrace, Envelope: t.env,
 		}}
-		c.CorrelationID = string(t.ev.ID)
-		if err := hooks.Emit(ctx, t.reg, hooks.MessageBeforeResponse, c); err != nil {
-			t.log.Warn().Err(err).Msg("message:before_response hooks did not finish")
-		}
+		emit(ctx, t.reg, hooks.MessageBeforeResponse, c)
 		if c.Draft.Suppress {
 			t.log.Info().Msg("reply suppressed by a message:before_response hook")
 			if reply != "" {
@@ -723,10 +716,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		text = c.Draft.Text
 	} else {
 		c := &hooks.FinalResponseContext{Draft: hooks.FinalDraft{Text: text, Kind: hooks.ResponseAI, Envelope: t.env}}
-		c.CorrelationID = string(t.ev.ID)
-		if err := hooks.Emit(ctx, t.reg, hooks.MessageFinalResponseTransform, c); err != nil {
-			t.log.Warn().Err(err).Msg("message:final_response_transform hooks did not finish")
-		}
+		emit(ctx, t.reg, hooks.MessageFinalResponseTransform, c)
 		text = c.Draft.Text
 	}
 	if strings.TrimSpace(text) == "" {
@@ -770,10 +760,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	if newSession && t.reg.Has(hooks.SessionStarted.Name()) {
 		if s, err := t.b.history.Session(ctx, t.scope); err == nil && s != nil {
 			c := &hooks.SessionContext{Agent: t.agent, SessionID: t.scope, HistoryID: s.ID, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID}
-			c.CorrelationID = string(t.ev.ID)
-			if err := hooks.Emit(ctx, t.reg, hooks.SessionStarted, c); err != nil {
-				t.log.Warn().Err(err).Msg("session:started hooks did not finish")
-			}
+			emit(ctx, t.reg, hooks.SessionStarted, c)
 		}
 	}
 	t.log.Info().Str("delivery", string(kind)).Int("tool_calls", len(res.ToolTrace)).Msg("answered")
@@ -887,10 +874,7 @@ func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail 
 		Envelope: t.env, VisibleEventID: reply, Kind: hooks.ResponseAI, Reason: reason, Detail: detail,
 		Usage: t.tokenUsage(),
 	}}
-	c.CorrelationID = string(t.ev.ID)
-	if err := hooks.Emit(ctx, t.reg, hooks.MessageCancelled, c); err != nil {
-		t.log.Warn().Err(err).Msg("message:cancelled hooks did not finish")
-	}
+	emit(ctx, t.reg, hooks.MessageCancelled, c)
 }
 
 func (t *turn) afterResponse(ctx context.Context, text string, evID id.EventID, kind hooks.DeliveryKind, rk hooks.ResponseKind) {
@@ -902,8 +886,5 @@ func (t *turn) afterResponse(ctx context.Context, text string, evID id.EventID, 
 	c := &hooks.AfterResponseContext{Result: hooks.ResponseResult{
 		Text: text, EventID: evID, DeliveryKind: kind, Kind: rk, Envelope: t.env, Usage: t.tokenUsage(),
 	}}
-	c.CorrelationID = string(t.ev.ID)
-	if err := hooks.Emit(ctx, t.reg, hooks.MessageAfterResponse, c); err != nil {
-		t.log.Warn().Err(err).Msg("message:after_response hooks did not finish")
-	}
+	emit(ctx, t.reg, hooks.MessageAfterResponse, c)
 }

@@ -53,6 +53,9 @@ type emission struct {
 //   - gate: Declined and DeclineReason;
 //   - claim: Claimed.
 //
+// A c whose CorrelationID is empty gets the one ctx carries
+// (WithCorrelationID), or a new one.
+//
 // Every hook works on its own copy of c and only a hook that returns nil
 // before its deadline counts. The copy is the hook's only while it runs:
 // its memory is reused by later emissions, so a hook must not use it after
@@ -86,6 +89,9 @@ func Emit[T any, P ContextOf[T]](ctx context.Context, reg *Registry, ev Event[T]
 		return nil
 	}
 	base := c.hookBase()
+	if base.CorrelationID == "" {
+		base.CorrelationID = CorrelationID(ctx)
+	}
 	if base.CorrelationID == "" {
 		base.CorrelationID = ev.info.name + ":" + strconv.FormatUint(rand.Uint64(), 36)
 	}
