@@ -427,7 +427,7 @@ func (b *Bot) resolveApproval(ctx context.Context, w *world, a approval.Approval
 	}
 	a.Status, a.DecidedBy, a.DecisionReason, a.DecidedAt = status, by, reason, time.Now()
 	log.Info().Str("approval", a.ID).Str("tool", a.Tool).Str("status", string(status)).Stringer("by", by).Msg("approval decided")
-	reg := b.live.Load()
+	reg := w.reg
 	if reg.Has(hooks.ToolApprovalResolved.Name()) {
 		c := &hooks.ToolApprovalResolvedContext{
 			ToolCall: hooks.ToolCall{

@@ -67,7 +67,6 @@ type Bot struct {
 	db    *Database
 	mx    *matrixio.Manager
 	track *tracking.Store
-	live  hooks.Live
 
 	router *matrixio.Account
 	// state is what a reload replaces as a whole: readers load it once per
@@ -118,6 +117,10 @@ type world struct {
 	models  map[string]agents.Model
 	specs   map[string]agents.ModelSpec
 	plugins *plugins.Set // nil when Options.Registry replaced plugin loading
+	// reg is the hook registry of plugins: a reload swaps it with the rest
+	// of the world, so that what an event sees of the configuration and of
+	// the hooks is always one snapshot.
+	reg *hooks.Registry
 	// tools are each agent's effective tools (resolveTools).
 	tools map[hooks.AgentName][]ToolInfo
 	// mcp is the MCP servers of cfg (nil: none loaded); mcpTools follows
@@ -203,7 +206,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	if err != nil {
 		return nil, b.closeWith(err)
 	}
-	b.live.Store(reg)
+	b.w().reg = reg
 	if b.w().mcp, err = b.loadMCP(ctx, cfg, nil, false); err != nil {
 		return nil, b.closeWith(err)
 	}
@@ -268,7 +271,7 @@ func (b *Bot) buildRegistry(ctx context.Context) (*hooks.Registry, error) {
 }
 
 // Registry returns the hook registry in service.
-func (b *Bot) Registry() *hooks.Registry { return b.live.Load() }
+func (b *Bot) Registry() *hooks.Registry { return b.w().reg }
 
 // Run logs in every account, provisions the configured rooms, starts the
 // sync loops and handles events until ctx ends; then it stops in order
@@ -463,7 +466,7 @@ func (b *Bot) emitLifecycle(ctx context.Context, ev hooks.Event[hooks.AgentLifec
 }
 
 func (b *Bot) emitLifecycleFor(ctx context.Context, w *world, ev hooks.Event[hooks.AgentLifecycleContext], e entity, stopReason string) {
-	reg := b.live.Load()
+	reg := w.reg
 	if !reg.Has(ev.Name()) {
 		return
 	}

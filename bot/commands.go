@@ -88,7 +88,7 @@ func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hoo
 			break
 		}
 		var s strings.Builder
-		for _, h := range b.live.Load().Hooks() {
+		for _, h := range b.w().reg.Hooks() {
 			fmt.Fprintf(&s, "- `%s` %s/%s (priority %d, %s)\n", h.Event, h.Plugin, h.Hook, h.Priority, h.Timeout)
 		}
 		reply = cmpOr(s.String(), "No hooks are registered.")

@@ -153,14 +153,14 @@ func (b *Bot) roomEncrypted(ctx context.Context, room id.RoomID) bool {
 type consoleHooks struct{ b *Bot }
 
 func (h consoleHooks) Hooks() []hooks.HookInfo {
-	if reg := h.b.live.Load(); reg != nil {
+	if reg := h.b.w().reg; reg != nil {
 		return reg.Hooks()
 	}
 	return nil
 }
 
 func (h consoleHooks) Stats() []hooks.HookStats {
-	if reg := h.b.live.Load(); reg != nil {
+	if reg := h.b.w().reg; reg != nil {
 		return reg.Stats()
 	}
 	return nil

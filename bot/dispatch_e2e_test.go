@@ -48,7 +48,7 @@ func TestHookDispatchedMessage(t *testing.T) {
 	e := newTurnEnv(t, []string{"helper"}, "")
 	// Rebuild the registry with the relay plugin in its own plugin, so the
 	// skip applies to it alone.
-	e.bot.bot.live.Store(mustRegistry(t, e.bot.bot, hooks.Plugin{Name: "relay", Hooks: []hooks.Hook{relay}}, hooks.Plugin{Name: "observer", Hooks: []hooks.Hook{observe}}, e.rec.plugin()))
+	e.bot.bot.useRegistry(mustRegistry(t, e.bot.bot, hooks.Plugin{Name: "relay", Hooks: []hooks.Hook{relay}}, hooks.Plugin{Name: "observer", Hooks: []hooks.Hook{observe}}, e.rec.plugin()))
 	e.llm.Script(llmtest.Text("answer to the relay"))
 	e.say("relay: what is 2+2?", "")
 	testkit.Eventually(t, 30*time.Second, "the relayed message reaches the model", func() bool { return e.llm.Count() > 0 })
@@ -160,4 +160,17 @@ func (e *turnEnv) waitForRouterReply(q id.EventID) id.EventID {
 		return false
 	})
 	return reply
+}
+
+// useRegistry puts reg in service in a copy of the world in service, as a
+// reload that changed only the hooks would.
+func (b *Bot) useRegistry(reg *hooks.Registry) {
+	b.reloadMu.Lock()
+	defer b.reloadMu.Unlock()
+	old := b.w()
+	next := &world{cfg: old.cfg, agents: old.agents, accounts: old.accounts, rooms: old.rooms, joined: old.joined,
+		fresh: old.fresh, models: old.models, specs: old.specs, plugins: old.plugins, tools: old.tools, mcp: old.mcp, reg: reg}
+	next.mcpTools.version = old.mcpTools.version
+	next.mcpTools.cache.Store(old.mcpTools.cache.Load())
+	b.state.Store(next)
 }

@@ -144,7 +144,7 @@ func (b *Bot) handleMessage(ctx context.Context, w *world, ev *event.Event, repl
 	// What happens to the message before its turn begins (message:received,
 	// the router) is recorded for the turn's trace (newTraceRecorder).
 	ctx = b.withPreTurnTrace(ctx, w)
-	reg := b.live.Load()
+	reg := w.reg
 	if reg.Has(hooks.MessageReceived.Name()) {
 		c := &hooks.MessageReceivedContext{Envelope: env}
 		emit(ctx, reg, hooks.MessageReceived, c)
@@ -242,7 +242,7 @@ func (b *Bot) handleReaction(ctx context.Context, w *world, ev *event.Event) {
 			return
 		}
 	}
-	reg := b.live.Load()
+	reg := w.reg
 	if !reg.Has(hooks.ReactionReceived.Name()) {
 		return
 	}
@@ -302,7 +302,7 @@ func (b *Bot) handleMember(ctx context.Context, w *world, ev *event.Event) {
 		return
 	}
 	prev := prevMembership(ev)
-	reg := b.live.Load()
+	reg := w.reg
 	c := &hooks.RoomMemberContext{
 		RoomID: ev.RoomID, EventID: ev.ID, UserID: user, SenderID: ev.Sender,
 		DisplayName: m.Displayname, AvatarURL: string(m.AvatarURL),
@@ -411,7 +411,7 @@ func (b *Bot) handleHookMessage(ctx context.Context, w *world, ev *event.Event, 
 	env := b.envelope(w, ev, msg)
 	env.RequesterID = requester
 	env.SourceKind, env.HookSource, env.Depth = o.kind, o.source, o.depth
-	reg := b.live.Load()
+	reg := w.reg
 	if reg.Has(hooks.MessageReceived.Name()) {
 		c := &hooks.MessageReceivedContext{Envelope: env}
 		// The plugin whose message:received hook sent the message does

@@ -43,7 +43,7 @@ type operations struct {
 func (b *Bot) newMetrics() *metrics.Metrics {
 	return metrics.New(metrics.Sources{
 		Hooks: func() []hooks.HookStats {
-			if reg := b.live.Load(); reg != nil {
+			if reg := b.w().reg; reg != nil {
 				return reg.Stats()
 			}
 			return nil
@@ -132,7 +132,7 @@ func (a adminBackend) Ready(ctx context.Context) []string {
 	if err := b.db.RawDB.PingContext(ctx); err != nil {
 		reasons = append(reasons, "database: "+errorText(err))
 	}
-	if b.live.Load() == nil {
+	if b.w().reg == nil {
 		reasons = append(reasons, "plugins: not loaded yet")
 	}
 	for _, p := range b.pluginInfos() {

@@ -38,7 +38,7 @@ func (b *Bot) loadPlugins(ctx context.Context, cfg *config.Config, prev *plugins
 // registryOptions are the host services; the engine settings and the
 // allowlists come from the plugin set's configuration.
 func (b *Bot) registryOptions() hooks.Options {
-	return hooks.Options{Services: b.services.bind(), Previous: b.live.Load(), Observer: traceObserver{}}
+	return hooks.Options{Services: b.services.bind(), Previous: b.w().reg, Observer: traceObserver{}}
 }
 
 // pluginTool adapts a plugin's tool to the agents' tool interface.
@@ -65,5 +65,5 @@ func pluginToolCall(ctx context.Context, args json.RawMessage) plugins.ToolCall 
 }
 
 func (t pluginTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
-	return t.set.CallTool(ctx, t.b.live.Load(), t.tool.Name, pluginToolCall(ctx, args))
+	return t.set.CallTool(ctx, t.b.w().reg, t.tool.Name, pluginToolCall(ctx, args))
 }

@@ -178,10 +178,11 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	}
 
 	// Swap: from here on new events see the new configuration and hooks.
-	b.state.Store(next)
+	next.reg = old.reg
 	if reg != nil {
-		b.live.Store(reg)
+		next.reg = reg
 	}
+	b.state.Store(next) // configuration, accounts and hooks in one step
 	rep.Took = time.Since(start)
 	for user, e := range old.accounts {
 		if _, kept := next.accounts[user]; !kept {
@@ -227,7 +228,7 @@ func (b *Bot) discard(next, old *world) {
 }
 
 func (b *Bot) emitReloaded(ctx context.Context, rep ReloadReport) {
-	reg := b.live.Load()
+	reg := b.w().reg
 	if !reg.Has(hooks.ConfigReloaded.Name()) {
 		return
 	}

@@ -201,10 +201,10 @@ func BenchmarkReload(b *testing.B) {
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
-		before := bot.live.Load()
+		before := bot.Registry()
 		start := time.Now()
 		write(i + 2)
-		for bot.live.Load() == before {
+		for bot.Registry() == before {
 			time.Sleep(100 * time.Microsecond)
 		}
 		lat = append(lat, time.Since(start))

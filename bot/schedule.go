@@ -74,7 +74,7 @@ func (b *Bot) fireSchedule(ctx context.Context, f schedule.Firing) (id.EventID, 
 		return "", nil
 	}
 	text := t.Message
-	reg := b.live.Load()
+	reg := b.w().reg
 	if reg.Has(hooks.ScheduleFired.Name()) {
 		c := &hooks.ScheduleFiredContext{
 			TaskID: t.ID, Schedule: t.Spec.Desc, RoomID: t.RoomID, ThreadID: t.ThreadID, CreatedBy: t.CreatedBy,
