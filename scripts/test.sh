@@ -24,7 +24,7 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 dendrite_log=$(mktemp)
 ./scripts/dendrite.sh build >"$dendrite_log" 2>&1 &
 dendrite_pid=$!
-trap 'kill "$dendrite_pid" 2>/dev/null; rm -f "$dendrite_log"' EXIT
+trap 'kill "$dendrite_pid" 2>/dev/null || true; rm -f "$dendrite_log"' EXIT
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
