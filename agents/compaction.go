@@ -41,7 +41,7 @@ Answer with the summary only: short paragraphs or bullet points, no preamble.`
 // CompactRequest asks History.Compact to bring a scope's history within a
 // token budget.
 type CompactRequest struct {
-	Scope string
+	Scope ScopeKey
 	// Budget is the history budget in tokens (see HistoryBudget). History
 	// whose estimate (EstimateTokens) is above it is compacted.
 	Budget int
@@ -120,7 +120,7 @@ func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResu
 	}
 	cut := cutPoint(msgs, keep)
 	if cut == 0 {
-		zerolog.Ctx(ctx).Warn().Str("scope", req.Scope).Int("tokens", res.TokensBefore).Int("budget", req.Budget).
+		zerolog.Ctx(ctx).Warn().Str("scope", string(req.Scope)).Int("tokens", res.TokensBefore).Int("budget", req.Budget).
 			Msg("history is over budget but has only one turn; nothing to compact")
 		return res, nil
 	}
@@ -130,7 +130,7 @@ func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResu
 	}
 	dropped, kept := msgs[:cut], msgs[cut:]
 	hc := &hooks.CompactionContext{
-		Agent: req.Agent, SessionID: req.Scope, HistoryID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
+		Agent: req.Agent, SessionID: string(req.Scope), HistoryID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
 		Messages: chatMessages(dropped), TokensBefore: res.TokensBefore,
 	}
 	hc.CorrelationID = req.CorrelationID
@@ -161,14 +161,14 @@ func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResu
 	res.Dropped, res.Kept = len(dropped), len(kept)
 
 	hc = &hooks.CompactionContext{
-		Agent: req.Agent, SessionID: req.Scope, HistoryID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
+		Agent: req.Agent, SessionID: string(req.Scope), HistoryID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
 		Messages: chatMessages(dropped), TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter, Summary: res.Summary,
 	}
 	hc.CorrelationID = req.CorrelationID
 	if err := hooks.Emit(ctx, req.Hooks, hooks.CompactionAfter, hc); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("scope", req.Scope).Msg("failed to run compaction:after hooks")
+		zerolog.Ctx(ctx).Warn().Err(err).Str("scope", string(req.Scope)).Msg("failed to run compaction:after hooks")
 	}
-	zerolog.Ctx(ctx).Info().Str("scope", req.Scope).Int("tokens_before", res.TokensBefore).Int("tokens_after", res.TokensAfter).
+	zerolog.Ctx(ctx).Info().Str("scope", string(req.Scope)).Int("tokens_before", res.TokensBefore).Int("tokens_after", res.TokensAfter).
 		Int("dropped", res.Dropped).Bool("summarized", res.Summarized).Msg("compacted history")
 	return res, nil
 }
@@ -207,7 +207,7 @@ func cutPoint(msgs []Message, keep int) int {
 
 // replace stores compacted in place of the messages old, if they are
 // still what the scope holds up to the last of them.
-func (h *History) replace(ctx context.Context, scope, sessionID string, old, compacted []storedMessage) error {
+func (h *History) replace(ctx context.Context, scope ScopeKey, sessionID string, old, compacted []storedMessage) error {
 	rows := make([]storedRow, len(compacted))
 	for i := range compacted {
 		var err error

@@ -40,7 +40,7 @@ func conversation() (turns [][]agents.Message, all []agents.Message) {
 	return turns, all
 }
 
-func seed(t *testing.T, h *agents.History, scope string) (turns [][]agents.Message, all []agents.Message) {
+func seed(t *testing.T, h *agents.History, scope agents.ScopeKey) (turns [][]agents.Message, all []agents.Message) {
 	t.Helper()
 	turns, all = conversation()
 	for _, turn := range turns {
@@ -280,7 +280,7 @@ func TestCompactKeepsToolPairsAtEveryBudget(t *testing.T) {
 		h, _ := newHistoryOn(t, dialect)
 		ctx := t.Context()
 		for keep := 1; keep < total; keep += 11 {
-			scope := sprintf("scope-%d", keep)
+			scope := agents.ScopeKey(sprintf("scope-%d", keep))
 			if _, err := h.Append(ctx, scope, "a", all...); err != nil {
 				t.Fatal(err)
 			}

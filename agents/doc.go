@@ -24,7 +24,7 @@
 // window, and stores the turn with AppendTurn, whose callback marks the
 // answered message handled in the same transaction:
 //
-//	scope := agents.ScopeKey(room, threadRoot)
+//	scope := agents.NewScopeKey(room, threadRoot)
 //	_, err := history.Compact(ctx, agents.CompactRequest{Scope: scope,
 //		Budget: agents.HistoryBudget(window, 0), Summarizer: model, Hooks: registry, …})
 //	past, err := history.Load(ctx, scope)

@@ -14,7 +14,7 @@ import (
 
 // seedTurns stores the four turns of conversation in scope, turn i as the
 // answer to source event "$i" (turn 0 without a source).
-func seedTurns(t *testing.T, h *agents.History, scope string) [][]agents.Message {
+func seedTurns(t *testing.T, h *agents.History, scope agents.ScopeKey) [][]agents.Message {
 	t.Helper()
 	turns, _ := conversation()
 	for i, turn := range turns {

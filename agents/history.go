@@ -24,15 +24,20 @@ import (
 //go:embed upgrades/*.sql
 var upgradeFiles embed.FS
 
-// ScopeKey is the key of a conversation's history: the room id, "/", and
-// the thread root's event id ("" for the room's main timeline).
-func ScopeKey(room id.RoomID, threadRoot id.EventID) string {
-	return string(room) + "/" + string(threadRoot)
+// ScopeKey names one conversation: its room and thread. Its history is
+// stored under it, its turns run one at a time, and hooks see it as
+// session_id. Make one only with NewScopeKey.
+type ScopeKey string
+
+// NewScopeKey is the key of a conversation: the room id, "/", and the
+// thread root's event id ("" for the room's main timeline).
+func NewScopeKey(room id.RoomID, threadRoot id.EventID) ScopeKey {
+	return ScopeKey(string(room) + "/" + string(threadRoot))
 }
 
 // Session describes the stored history of one scope.
 type Session struct {
-	ScopeKey string
+	ScopeKey ScopeKey
 	// ID is made when the scope's first messages are stored and stays until
 	// the scope is deleted (compaction keeps it).
 	ID string
@@ -80,7 +85,7 @@ func (h *History) lockWrites() func() {
 // exactly one Append per session, even when several race. The caller emits
 // session:started then (look the session id up with Session). Appending no
 // messages does nothing.
-func (h *History) Append(ctx context.Context, scope string, agent hooks.AgentName, msgs ...Message) (newSession bool, err error) {
+func (h *History) Append(ctx context.Context, scope ScopeKey, agent hooks.AgentName, msgs ...Message) (newSession bool, err error) {
 	return h.AppendWith(ctx, scope, agent, nil, msgs...)
 }
 
@@ -88,7 +93,7 @@ func (h *History) Append(ctx context.Context, scope string, agent hooks.AgentNam
 // transaction, after the messages are stored: the caller's own bookkeeping
 // (e.g. marking the inbound event handled) commits or rolls back with the
 // turn. also must use the ctx it is given.
-func (h *History) AppendWith(ctx context.Context, scope string, agent hooks.AgentName, also func(ctx context.Context) error, msgs ...Message) (newSession bool, err error) {
+func (h *History) AppendWith(ctx context.Context, scope ScopeKey, agent hooks.AgentName, also func(ctx context.Context) error, msgs ...Message) (newSession bool, err error) {
 	return h.AppendTurn(ctx, scope, agent, "", also, msgs...)
 }
 
@@ -96,7 +101,7 @@ func (h *History) AppendWith(ctx context.Context, scope string, agent hooks.Agen
 // source (a Matrix event id; "" for none): they are stored with it, so
 // that Forget(source) removes them again, also after compaction kept them.
 // The bot calls it when a turn ends with a delivered reply.
-func (h *History) AppendTurn(ctx context.Context, scope string, agent hooks.AgentName, source id.EventID, also func(ctx context.Context) error, msgs ...Message) (newSession bool, err error) {
+func (h *History) AppendTurn(ctx context.Context, scope ScopeKey, agent hooks.AgentName, source id.EventID, also func(ctx context.Context) error, msgs ...Message) (newSession bool, err error) {
 	if len(msgs) == 0 && also == nil {
 		return false, nil
 	}
@@ -147,7 +152,7 @@ func (h *History) AppendTurn(ctx context.Context, scope string, agent hooks.Agen
 	return newSession, nil
 }
 
-func (h *History) insertRows(ctx context.Context, scope string, firstSeq int64, rows []storedRow) error {
+func (h *History) insertRows(ctx context.Context, scope ScopeKey, firstSeq int64, rows []storedRow) error {
 	for i, r := range rows {
 		_, err := h.db.Exec(ctx, `
 			INSERT INTO agents_message (scope_key, seq, role, content, name, tool_call_id, tool_calls, source_event_id)
@@ -161,7 +166,7 @@ func (h *History) insertRows(ctx context.Context, scope string, firstSeq int64, 
 }
 
 // Load returns scope's history in order; an unknown scope has none.
-func (h *History) Load(ctx context.Context, scope string) ([]Message, error) {
+func (h *History) Load(ctx context.Context, scope ScopeKey) ([]Message, error) {
 	stored, err := h.load(ctx, scope)
 	if err != nil {
 		return nil, fmt.Errorf("failed to load history of %s: %w", scope, err)
@@ -181,7 +186,7 @@ type storedMessage struct {
 	source string
 }
 
-func (h *History) load(ctx context.Context, scope string) ([]storedMessage, error) {
+func (h *History) load(ctx context.Context, scope ScopeKey) ([]storedMessage, error) {
 	rows, err := h.db.Query(ctx, `
 		SELECT seq, role, content, name, tool_call_id, tool_calls, source_event_id
 		FROM agents_message WHERE scope_key = $1 ORDER BY seq`, scope)
@@ -230,7 +235,7 @@ func (h *History) Forget(ctx context.Context, source id.EventID) (int64, error) 
 }
 
 // Session returns the session of scope, or ErrNoSession.
-func (h *History) Session(ctx context.Context, scope string) (*Session, error) {
+func (h *History) Session(ctx context.Context, scope ScopeKey) (*Session, error) {
 	s := Session{ScopeKey: scope}
 	var (
 		agent            string
@@ -252,7 +257,7 @@ func (h *History) Session(ctx context.Context, scope string) (*Session, error) {
 
 // Delete removes scope's history and session; the next Append starts a new
 // session. Deleting an unknown scope does nothing.
-func (h *History) Delete(ctx context.Context, scope string) error {
+func (h *History) Delete(ctx context.Context, scope ScopeKey) error {
 	defer h.lockWrites()()
 	err := h.db.DoTxn(ctx, nil, func(ctx context.Context) error {
 		if _, err := h.db.Exec(ctx, `DELETE FROM agents_message WHERE scope_key = $1`, scope); err != nil {

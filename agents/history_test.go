@@ -33,7 +33,7 @@ func TestHistoryAppendLoadByteExact(t *testing.T) {
 	dbtest.ForDialects(t, func(t *testing.T, dialect dbtest.Dialect) {
 		h, _ := newHistoryOn(t, dialect)
 		ctx := t.Context()
-		scope := agents.ScopeKey("!room:example.org", "$root")
+		scope := agents.NewScopeKey("!room:example.org", "$root")
 		if scope != "!room:example.org/$root" {
 			t.Fatalf("ScopeKey = %q", scope)
 		}
@@ -116,7 +116,7 @@ func TestHistoryConcurrentAppends(t *testing.T) {
 		var (
 			wg   sync.WaitGroup
 			mu   sync.Mutex
-			news = map[string]int{}
+			news = map[agents.ScopeKey]int{}
 			errs []error
 		)
 		for s := range scopes {
@@ -124,7 +124,7 @@ func TestHistoryConcurrentAppends(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					scope := fmt.Sprintf("scope-%d", s)
+					scope := agents.ScopeKey(fmt.Sprintf("scope-%d", s))
 					for i := range appends {
 						turn := []agents.Message{
 							{Role: agents.RoleUser, Content: fmt.Sprintf("w%d-i%d-q", w, i)},
@@ -148,7 +148,7 @@ func TestHistoryConcurrentAppends(t *testing.T) {
 			t.Fatalf("%d appends failed, first: %v", len(errs), errs[0])
 		}
 		for s := range scopes {
-			scope := fmt.Sprintf("scope-%d", s)
+			scope := agents.ScopeKey(fmt.Sprintf("scope-%d", s))
 			if news[scope] != 1 {
 				t.Errorf("%s: newSession reported %d times, want 1", scope, news[scope])
 			}

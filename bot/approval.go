@@ -432,7 +432,7 @@ func (b *Bot) resolveApproval(ctx context.Context, w *world, a approval.Approval
 		c := &hooks.ToolApprovalResolvedContext{
 			ToolCall: hooks.ToolCall{
 				Tool: a.Tool, Arguments: a.Arguments, Agent: a.Agent, RoomID: a.RoomID, ThreadID: a.ThreadID,
-				RequesterID: a.Requester, SessionID: agents.ScopeKey(a.RoomID, a.ThreadID),
+				RequesterID: a.Requester, SessionID: string(agents.NewScopeKey(a.RoomID, a.ThreadID)),
 			},
 			ApprovalID: a.ID, Reason: a.Reason, Outcome: outcomeOf(status), DecidedBy: by, DecisionReason: reason,
 			Waited: a.DecidedAt.Sub(a.CreatedAt),

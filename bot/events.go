@@ -10,6 +10,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
@@ -211,7 +212,7 @@ func (b *Bot) envelope(w *world, ev *event.Event, msg *event.MessageEventContent
 	b.services.attachments.add(ev.RoomID, ev.ID, atts)
 	return hooks.Envelope{
 		SourceEventID: ev.ID, RoomID: ev.RoomID, ThreadID: thread, ResolvedThreadID: resolved,
-		SessionID: string(ev.RoomID) + "/" + string(resolved), RequesterID: ev.Sender, SenderID: ev.Sender,
+		SessionID: string(agents.NewScopeKey(ev.RoomID, resolved)), RequesterID: ev.Sender, SenderID: ev.Sender,
 		Body: body, AttachmentIDs: attachmentIDs(atts), SourceKind: kind,
 	}
 }

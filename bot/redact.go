@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"github.com/hookroom/hookroom/agents"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
@@ -48,7 +49,7 @@ func (b *Bot) handleRedaction(ctx context.Context, ev *event.Event) bool {
 	} else {
 		// No turn in progress: nothing to wait for. The turn that may
 		// have answered it long ago is found by its event id.
-		scope = "redaction/" + string(target)
+		scope = agents.ScopeKey("redaction/" + string(target)) // a queue of its own, not a conversation
 	}
 	b.turns.run(ctx, scope, func(ctx context.Context) { b.forgetTurn(log.WithContext(ctx), ev, target) })
 	return true

@@ -93,7 +93,7 @@ func (e *turnEnv) pending(evID id.EventID) bool {
 // history returns the stored history of the thread rooted at root.
 func (e *turnEnv) history(root id.EventID) []agents.Message {
 	e.t.Helper()
-	msgs, err := e.bot.bot.history.Load(context.Background(), agents.ScopeKey(e.room, root))
+	msgs, err := e.bot.bot.history.Load(context.Background(), agents.NewScopeKey(e.room, root))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ agents:
 			w.models["r"] = countingModel{Model: tt.router, calls: &asked}
 			w.joined = map[hooks.AgentName][]id.RoomID{"helper": {room}, "coder": {room}}
 			if tt.threadAgent != "" {
-				scope := agents.ScopeKey(room, tt.thread)
+				scope := agents.NewScopeKey(room, tt.thread)
 				if _, err := b.history.AppendTurn(ctx, scope, tt.threadAgent, "$earlier", nil,
 					agents.Message{Role: agents.RoleUser, Content: "hi"}); err != nil {
 					t.Fatal(err)

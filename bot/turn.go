@@ -65,7 +65,7 @@ type turn struct {
 	acct     replyAccount // the agent's account in w
 	w        *world       // the world the message was routed in
 	reg      *hooks.Registry
-	scope    string
+	scope    agents.ScopeKey
 	replayed bool
 	log      zerolog.Logger
 
@@ -170,8 +170,8 @@ func (t *turn) finish(ctx, parent context.Context) {
 }
 
 // scopeKey is the history scope of a message: its room and thread.
-func (b *Bot) scopeKey(env hooks.Envelope) string {
-	return agents.ScopeKey(env.RoomID, env.ResolvedThreadID)
+func (b *Bot) scopeKey(env hooks.Envelope) agents.ScopeKey {
+	return agents.NewScopeKey(env.RoomID, env.ResolvedThreadID)
 }
 
 // startTurn answers a routed message in the background; the inbox entry is
@@ -284,7 +284,7 @@ func (t *turn) run(parent context.Context) {
 	res, runErr := agents.Run(ctx, agents.RunRequest{
 		Model: t.model(), Messages: msgs, Tools: t.b.toolsFor(t.w, t.agent),
 		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
-		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: t.scope,
+		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: string(t.scope),
 		OnText: t.onText, OnToolCall: t.onToolCall, NeedsApproval: t.needsApproval, Approve: t.approve,
 	})
 	t.spent(res)
@@ -759,7 +759,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	}
 	if newSession && t.reg.Has(hooks.SessionStarted.Name()) {
 		if s, err := t.b.history.Session(ctx, t.scope); err == nil && s != nil {
-			c := &hooks.SessionContext{Agent: t.agent, SessionID: t.scope, HistoryID: s.ID, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID}
+			c := &hooks.SessionContext{Agent: t.agent, SessionID: string(t.scope), HistoryID: s.ID, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID}
 			emit(ctx, t.reg, hooks.SessionStarted, c)
 		}
 	}

@@ -271,7 +271,7 @@ func TestMentionGetsStreamedThreadedReply(t *testing.T) {
 	}
 
 	// The stored history holds the enriched turn…
-	scope := agents.ScopeKey(e.room, q)
+	scope := agents.NewScopeKey(e.room, q)
 	hist, err := e.bot.bot.history.Load(context.Background(), scope)
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +303,7 @@ func TestMentionGetsStreamedThreadedReply(t *testing.T) {
 		t.Fatalf("session:started fired %d times, want once", len(sessions))
 	}
 	s := sessions[0]
-	if s.SessionID != scope || s.SessionID != res.Envelope.SessionID {
+	if s.SessionID != string(scope) || s.SessionID != res.Envelope.SessionID {
 		t.Errorf("session:started session_id %q, want the scope %q (envelope: %q)", s.SessionID, scope, res.Envelope.SessionID)
 	}
 	if s.HistoryID == "" || s.HistoryID == s.SessionID {

@@ -15,15 +15,15 @@ import (
 // different scopes in parallel. Stop waits for every turn to end.
 type turnQueues struct {
 	mu     sync.Mutex
-	queues map[string][]func(context.Context)
+	queues map[agents.ScopeKey][]func(context.Context)
 	wg     sync.WaitGroup
 }
 
-func (q *turnQueues) run(ctx context.Context, scope string, fn func(context.Context)) {
+func (q *turnQueues) run(ctx context.Context, scope agents.ScopeKey, fn func(context.Context)) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.queues == nil {
-		q.queues = map[string][]func(context.Context){}
+		q.queues = map[agents.ScopeKey][]func(context.Context){}
 	}
 	pending, busy := q.queues[scope]
 	q.queues[scope] = append(pending, fn)
@@ -34,7 +34,7 @@ func (q *turnQueues) run(ctx context.Context, scope string, fn func(context.Cont
 	go q.drain(ctx, scope)
 }
 
-func (q *turnQueues) drain(ctx context.Context, scope string) {
+func (q *turnQueues) drain(ctx context.Context, scope agents.ScopeKey) {
 	defer q.wg.Done()
 	for {
 		q.mu.Lock()
@@ -63,14 +63,14 @@ type turnIndex struct {
 }
 
 type indexedTurn struct {
-	scope  string
+	scope  agents.ScopeKey
 	cancel context.CancelCauseFunc // nil while queued
 	cause  error                   // why it was stopped while queued
 }
 
 // queue registers the turn of source, waiting in scope's queue. startTurn
 // calls it before queueing the turn.
-func (x *turnIndex) queue(source id.EventID, scope string) {
+func (x *turnIndex) queue(source id.EventID, scope agents.ScopeKey) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.turns == nil {
@@ -125,7 +125,7 @@ func (x *turnIndex) remove(source id.EventID) {
 // makes it end as soon as it starts if it is queued. With viaReply, target
 // may also be the turn's reply. It reports the scope (thread) of the turn
 // and whether there was one.
-func (x *turnIndex) stop(target id.EventID, cause error, viaReply bool) (scope string, ok bool) {
+func (x *turnIndex) stop(target id.EventID, cause error, viaReply bool) (scope agents.ScopeKey, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if s, isReply := x.aliases[target]; isReply && viaReply {
