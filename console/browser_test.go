@@ -130,8 +130,16 @@ func TestConsoleInChromium(t *testing.T) {
 	if text := browsertest.Text(t, ctx, "#log-rows"); !strings.Contains(text, "Hook failed") || strings.Contains(text, "Agent ready") {
 		t.Errorf("error logs show %q", text)
 	}
-	// Let the live lists refresh a few times.
-	time.Sleep(2500 * time.Millisecond)
+	// The live list refreshes (twice) under the CSP without a problem: wait
+	// for the swaps themselves, counted by a listener.
+	browsertest.Eval[bool](t, ctx, `window.__swaps = 0; document.body.addEventListener("htmx:afterSwap", () => window.__swaps++); true`)
+	refreshed := time.Now()
+	for browsertest.Eval[float64](t, ctx, `window.__swaps`) < 2 {
+		if time.Since(refreshed) > 10*time.Second {
+			t.Fatal("the logs' live list did not refresh twice within 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	// Sign out.
 	browsertest.Do(t, ctx, chromedp.Click(chromedp.CSS("form.signout button")))
