@@ -22,6 +22,9 @@ import (
 const usage = `hookroom — a Matrix chat-agent server with a hook engine
 
 Usage:
+  hookroom init   --homeserver URL [flags]
+                                  write config.yaml and hookroom.env for a homeserver
+                                  (hookroom init -h lists the flags)
   hookroom run    --config FILE   run the server
   hookroom check  --config FILE   validate the configuration and the plugins
   hookroom hooks  --config FILE   list every hook with its effective settings
@@ -106,6 +109,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "init":
+		ctx, stop := stopOnSignal()
+		defer stop()
+		return runInit(ctx, rest, initIO{stdin: os.Stdin, interactive: stdinIsTerminal(),
+			lookupEnv: os.LookupEnv, stdout: stdout, stderr: stderr})
 	case "run", "check", "hooks", "tools":
 	default:
 		fmt.Fprintf(stderr, "hookroom: unknown command %q\n\n%s", cmd, usage)
