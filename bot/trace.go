@@ -156,6 +156,9 @@ type traceWriter struct {
 // trace is dropped (and logged) rather than delay a turn.
 const traceQueue = 1024
 
+// traceBatch is the most traces saved in one transaction.
+const traceBatch = 100
+
 func newTraceWriter(store *trace.Store, log zerolog.Logger) *traceWriter {
 	return &traceWriter{store: store, log: log, queue: make(chan *trace.Trace, traceQueue), done: make(chan struct{})}
 }
@@ -185,8 +188,23 @@ func (w *traceWriter) run(ctx context.Context, retention func() time.Duration) {
 			if !ok {
 				return
 			}
-			if _, err := w.store.Save(ctx, tr); err != nil {
-				w.log.Warn().Err(err).Str("event_id", tr.EventID.String()).Msg("failed to save a turn trace")
+			// What queued up while the last save ran goes in one
+			// transaction with it.
+			batch := []*trace.Trace{tr}
+		more:
+			for len(batch) < traceBatch {
+				select {
+				case next, ok := <-w.queue:
+					if !ok {
+						break more
+					}
+					batch = append(batch, next)
+				default:
+					break more
+				}
+			}
+			if err := w.store.SaveBatch(ctx, batch); err != nil {
+				w.log.Warn().Err(err).Int("traces", len(batch)).Msg("failed to save turn traces")
 			}
 		case <-prune.C:
 			w.prune(ctx, retention())

@@ -199,6 +199,53 @@ func (s *Store) Save(ctx context.Context, t *Trace) (int64, error) {
 	return traceID, nil
 }
 
+// SaveBatch stores traces in one transaction, several rows per statement
+// (the trace writer saves what queued up while it was busy; tests fill the
+// store). Like Save it joins the transaction ctx carries.
+func (s *Store) SaveBatch(ctx context.Context, traces []*Trace) error {
+	if len(traces) == 0 {
+		return nil
+	}
+	// 500×17 parameters are under PostgreSQL's limit; modernc's SQLite binds
+	// $N parameters in time quadratic in their number, so a few rows per
+	// statement are faster there.
+	perInsert := 500
+	if s.db.Dialect == dbutil.SQLite {
+		perInsert = 8
+	}
+	err := s.db.DoTxn(ctx, nil, func(ctx context.Context) error {
+		for first := 0; first < len(traces); first += perInsert {
+			batch := traces[first:min(first+perInsert, len(traces))]
+			var q strings.Builder
+			q.WriteString("INSERT INTO trace_turn (" + insertColumns + ") VALUES ")
+			args := make([]any, 0, len(batch)*insertColumnCount)
+			for i, t := range batch {
+				if t == nil {
+					return errors.New("no trace")
+				}
+				vals, err := row(t)
+				if err != nil {
+					return err
+				}
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				q.WriteString(placeholders(len(args)+1, insertColumnCount))
+				args = append(args, vals...)
+			}
+			if _, err := s.db.Exec(ctx, q.String(), args...); err != nil {
+				return err
+			}
+		}
+		_, err := s.db.Exec(ctx, "UPDATE trace_count SET turns = turns + $1 WHERE id = 1", len(traces))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("failed to save %d traces: %w", len(traces), err)
+	}
+	return nil
+}
+
 // summaryColumns are the columns scanSummary reads.
 const summaryColumns = `id, event_id, agent, room_id, thread_id, sender, correlation_id, replayed,
 	started, ended, duration_ms, outcome, detail, tokens, hook_count, changed_hooks, failed_hooks`

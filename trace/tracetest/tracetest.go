@@ -1,13 +1,9 @@
 package tracetest
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -106,39 +102,15 @@ func Fill(tb testing.TB, db *dbutil.Database, s *trace.Store, n int) (newest int
 	}
 	now := time.Now()
 	ended := func(i int) time.Time { return now.Add(time.Duration(i-n+1) * time.Second) }
-	// 500×17 parameters are under PostgreSQL's limit; modernc's SQLite
-	// binds $N parameters in time quadratic in their number, so a few rows
-	// per insert are faster there.
-	perInsert := 500
-	if db.Dialect == dbutil.SQLite {
-		perInsert = 8
-	}
-	err = db.DoTxn(ctx, nil, func(ctx context.Context) error {
-		for first := 0; first < n; first += perInsert {
-			rows := min(perInsert, n-first)
-			var q strings.Builder
-			q.WriteString("INSERT INTO trace_turn (" + insertColumns + ") VALUES ")
-			args := make([]any, 0, rows*insertColumnCount)
-			for r := range rows {
-				vals, err := row(Sample(first+r, ended(first+r)))
-				if err != nil {
-					return err
-				}
-				if r > 0 {
-					q.WriteString(", ")
-				}
-				q.WriteString(placeholders(len(args)+1, insertColumnCount))
-				args = append(args, vals...)
-			}
-			if _, err := db.Exec(ctx, q.String(), args...); err != nil {
-				return err
-			}
+	const chunk = 1000 // traces in memory at a time
+	for first := 0; first < n; first += chunk {
+		batch := make([]*trace.Trace, 0, min(chunk, n-first))
+		for i := first; i < min(first+chunk, n); i++ {
+			batch = append(batch, Sample(i, ended(i)))
 		}
-		_, err := db.Exec(ctx, "UPDATE trace_count SET turns = turns + $1 WHERE id = 1", n)
-		return err
-	})
-	if err != nil {
-		tb.Fatalf("failed to fill the trace store: %v", err)
+		if err := s.SaveBatch(ctx, batch); err != nil {
+			tb.Fatalf("failed to fill the trace store: %v", err)
+		}
 	}
 	if db.Dialect == dbutil.Postgres {
 		if _, err := db.Exec(ctx, "VACUUM ANALYZE trace_turn"); err != nil {
@@ -181,61 +153,4 @@ func Equal(a, b *trace.Trace) bool {
 	x, y := *a, *b
 	x.Started, x.Ended, y.Started, y.Ended = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	return reflect.DeepEqual(x, y)
-}
-
-// What trace.Store.Save writes; Fill checks that it still reads back.
-
-const insertColumns = `event_id, agent, room_id, thread_id, sender, correlation_id, replayed,
-	started, ended, duration_ms, outcome, detail, tokens, hook_count, changed_hooks, failed_hooks, details`
-
-const insertColumnCount = 17
-
-// details is the part of a trace kept as JSON in trace_turn.details.
-type details struct {
-	Stages    []trace.Stage     `json:"stages,omitempty"`
-	Hooks     []trace.HookRun   `json:"hooks,omitempty"`
-	Models    []trace.ModelCall `json:"models,omitempty"`
-	Tools     []trace.ToolCall  `json:"tools,omitempty"`
-	Approvals []trace.Approval  `json:"approvals,omitempty"`
-	Delivery  []trace.Delivery  `json:"delivery,omitempty"`
-	Dropped   int               `json:"dropped,omitempty"`
-}
-
-// row renders t as the values of insertColumns.
-func row(t *trace.Trace) ([]any, error) {
-	d, err := json.Marshal(details{
-		Stages: t.Stages, Hooks: t.Hooks, Models: t.Models, Tools: t.Tools,
-		Approvals: t.Approvals, Delivery: t.Delivery, Dropped: t.Dropped,
-	})
-	if err != nil {
-		return nil, err
-	}
-	var changed, failed int
-	for _, h := range t.Hooks {
-		if trace.ChangedEffect(h.Effect) {
-			changed++
-		}
-		if trace.FailedEffect(h.Effect) {
-			failed++
-		}
-	}
-	return []any{
-		string(t.EventID), string(t.Agent), string(t.RoomID), string(t.ThreadID), string(t.Sender), t.CorrelationID, t.Replayed,
-		t.Started.UnixMilli(), t.Ended.UnixMilli(), t.Duration().Milliseconds(), t.Outcome, t.Detail, t.Tokens,
-		len(t.Hooks), changed, failed, string(d),
-	}, nil
-}
-
-// placeholders returns "($first, …, $first+n-1)".
-func placeholders(first, n int) string {
-	var b strings.Builder
-	b.WriteByte('(')
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("$" + strconv.Itoa(first+i))
-	}
-	b.WriteByte(')')
-	return b.String()
 }
