@@ -30,6 +30,7 @@ func (b *Bot) consoleHandler() http.Handler {
 	return console.New(console.Options{
 		Token:      func() string { return b.w().cfg.HTTP.AdminToken.Reveal() },
 		SessionTTL: b.w().cfg.HTTP.SessionTTL.Std(),
+		PublicURL:  b.w().cfg.HTTP.PublicURL,
 		Logs:       b.opts.Logs,
 		Status:     consoleStatus{b},
 		Turns:      b.traces,

@@ -115,6 +115,9 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	if rep.Config.SessionTTL {
 		rep.NeedsRestart = append(rep.NeedsRestart, "http.session_ttl")
 	}
+	if rep.Config.PublicURL {
+		rep.NeedsRestart = append(rep.NeedsRestart, "http.public_url")
+	}
 	if rep.Config.HTTPListen {
 		rep.NeedsRestart = append(rep.NeedsRestart, "http.listen")
 		cfg.HTTP.Listen = old.cfg.HTTP.Listen

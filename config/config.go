@@ -501,6 +501,11 @@ type HTTP struct {
 	// / on the listener when AdminToken is set) lasts. Default 12h.
 	// Changing it takes a restart.
 	SessionTTL Duration `yaml:"session_ttl"`
+	// PublicURL is the URL operators reach the listener at, when a proxy
+	// in front of it terminates TLS (https://hookroom.example.org): the
+	// console's cookies are then marked Secure although the listener
+	// speaks plain HTTP. Changing it takes a restart.
+	PublicURL string `yaml:"public_url"`
 }
 
 // Traces configures turn traces. The zero value records them and keeps

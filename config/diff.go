@@ -61,6 +61,8 @@ type Changes struct {
 	// SessionTTL is set when http.session_ttl changed (it takes a
 	// restart).
 	SessionTTL bool
+	// PublicURL is set when http.public_url changed (it takes a restart).
+	PublicURL bool
 	// Traces is set when the traces section changed (it applies live).
 	Traces bool
 }
@@ -101,6 +103,7 @@ func Diff(old, new *Config) Changes {
 	ch.AdminToken = old.HTTP.AdminToken != new.HTTP.AdminToken
 	ch.ToolApproval = !reflect.DeepEqual(old.ToolApproval, new.ToolApproval)
 	ch.SessionTTL = old.HTTP.SessionTTL != new.HTTP.SessionTTL
+	ch.PublicURL = old.HTTP.PublicURL != new.HTTP.PublicURL
 	ch.Traces = old.Traces.IsEnabled() != new.Traces.IsEnabled() || old.Traces.Retention != new.Traces.Retention
 	return ch
 }
@@ -198,7 +201,7 @@ func (ch Changes) String() string {
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
 		{ch.Usage, "usage"}, {ch.Schedules, "schedules"},
 		{ch.HTTPListen, "http.listen"}, {ch.AdminToken, "http.admin_token"}, {ch.ToolApproval, "tool_approval"},
-		{ch.SessionTTL, "http.session_ttl"}, {ch.Traces, "traces"},
+		{ch.SessionTTL, "http.session_ttl"}, {ch.PublicURL, "http.public_url"}, {ch.Traces, "traces"},
 	} {
 		if f.set {
 			parts = append(parts, f.name)

@@ -539,6 +539,11 @@ func (v *validator) http() {
 	if h.AdminToken.IsSet() && h.Listen == "" {
 		v.errorf("http.admin_token", "has no effect without http.listen")
 	}
+	if h.PublicURL != "" {
+		if u, err := url.Parse(h.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.errorf("http.public_url", "%q is not an http:// or https:// URL", h.PublicURL)
+		}
+	}
 	if h.SessionTTL < 0 {
 		v.errorf("http.session_ttl", "must be positive, not %s (default %s)", h.SessionTTL, DefaultSessionTTL)
 	}
