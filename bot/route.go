@@ -187,7 +187,9 @@ func (b *Bot) askRouter(ctx context.Context, w *world, body string, candidates [
 	}
 	best, ok := agentNamedIn(c.Text, candidates)
 	if !ok {
-		zerolog.Ctx(ctx).Warn().Str("answer", truncate(c.Text, 80)).Msg("router model named no agent; using the fallback agent")
+		// The answer may echo the person's message: its text only at debug.
+		zerolog.Ctx(ctx).Warn().Int("answer_bytes", len(c.Text)).Msg("router model named no agent; using the fallback agent")
+		zerolog.Ctx(ctx).Debug().Str("answer", truncate(c.Text, 80)).Msg("the router model's answer")
 	}
 	return best, ok
 }
