@@ -15,6 +15,7 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/pgtest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	tokens "github.com/hookroom/hookroom/usage"
 )
 
@@ -35,7 +36,16 @@ func (c *cancelledEvents) hook() hooks.Hook {
 	})
 }
 
-func (c *cancelledEvents) last() (id.EventID, hooks.TokenUsage) {
+// last waits until a message:cancelled was recorded and returns the last
+// one: the recorder may run after the hook that told the test the turn
+// ended (observers run one after the other).
+func (c *cancelledEvents) last(t testing.TB) (id.EventID, hooks.TokenUsage) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, "message:cancelled is recorded", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.visible) > 0
+	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.visible[len(c.visible)-1], c.usage[len(c.usage)-1]
@@ -118,7 +128,7 @@ func TestAgentBudgetBlocksTurn(t *testing.T) {
 	if n := e.llm.Count(); n != 1 {
 		t.Errorf("%d model requests, want 1 (none for the turn over budget)", n)
 	}
-	notice, u := c.last()
+	notice, u := c.last(t)
 	if u != (hooks.TokenUsage{}) {
 		t.Errorf("cancelled usage %+v, want none", u)
 	}
@@ -178,7 +188,7 @@ func TestPersonBudgetBlocksTurnOnPostgres(t *testing.T) {
 	if n := e.llm.Count(); n != 1 {
 		t.Errorf("%d model requests, want 1", n)
 	}
-	notice, _ := c.last()
+	notice, _ := c.last(t)
 	text, _, _ := e.visibleText(notice)
 	if !strings.Contains(text, "You have used up your daily budget of 50 tokens (60 used today)") || !strings.Contains(text, "00:00 UTC") {
 		t.Errorf("notice %q", text)
