@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // hookroom init against the real homeserver writes a configuration that
@@ -59,17 +60,10 @@ func TestInitThenCheckAndRun(t *testing.T) {
 		t.Fatal("the room was not provisioned")
 	}
 	// The router invited the operator when it created the room.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Until(t, 30*time.Second, func() (bool, string) {
 		_, err := op.Client.JoinRoomByID(context.Background(), lobby)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the operator cannot join the room: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprintf("the operator cannot join the room: %v", err)
+	})
 	rec.waitFor(t, fmt.Sprintf("joined:%s:%s", lobby, op.UserID), 1, 60*time.Second)
 	members, err := r.bot.router.JoinedMembers(context.Background(), lobby)
 	if err != nil {

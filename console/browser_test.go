@@ -14,6 +14,7 @@ import (
 	"github.com/hookroom/hookroom/console"
 	"github.com/hookroom/hookroom/console/consoletest"
 	"github.com/hookroom/hookroom/internal/browsertest"
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // browserConsole serves a console over fake backends and signs in to it
@@ -51,12 +52,9 @@ func TestConsoleInChromium(t *testing.T) {
 	// A new turn shows in the live list within about a second.
 	fake.AddTurn(consoletest.SampleTrace(4, time.Now()))
 	added := time.Now()
-	for browsertest.Count(t, ctx, `a[href="/turns/4"]`) == 0 {
-		if time.Since(added) > 3*time.Second {
-			t.Fatal("a new turn did not show in the list within 3s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 3*time.Second, "a new turn shows in the list", func() bool {
+		return browsertest.Count(t, ctx, `a[href="/turns/4"]`) > 0
+	})
 	t.Logf("a new turn showed in the list after %v", time.Since(added).Round(10*time.Millisecond))
 
 	for _, p := range []struct {
@@ -133,13 +131,9 @@ func TestConsoleInChromium(t *testing.T) {
 	// The live list refreshes (twice) under the CSP without a problem: wait
 	// for the swaps themselves, counted by a listener.
 	browsertest.Eval[bool](t, ctx, `window.__swaps = 0; document.body.addEventListener("htmx:afterSwap", () => window.__swaps++); true`)
-	refreshed := time.Now()
-	for browsertest.Eval[float64](t, ctx, `window.__swaps`) < 2 {
-		if time.Since(refreshed) > 10*time.Second {
-			t.Fatal("the logs' live list did not refresh twice within 10s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the logs' live list refreshed twice", func() bool {
+		return browsertest.Eval[float64](t, ctx, `window.__swaps`) >= 2
+	})
 
 	// Sign out.
 	browsertest.Do(t, ctx, chromedp.Click(chromedp.CSS("form.signout button")))

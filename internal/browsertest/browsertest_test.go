@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookroom/hookroom/internal/browsertest"
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // TestWatcher shows that a Watcher sees what it is for: a dialog, and the
@@ -47,13 +48,13 @@ func TestWatcher(t *testing.T) {
 	}
 
 	browsertest.Navigate(t, ctx, srv.URL+"/alert", "#p")
-	waitFor(t, func() bool { return len(w.Dialogs()) > 0 })
+	testkit.Eventually(t, 5*time.Second, "a dialog was seen", func() bool { return len(w.Dialogs()) > 0 })
 	if d := w.Dialogs(); !strings.Contains(d[0], "hi") {
 		t.Errorf("dialogs %v", d)
 	}
 
 	browsertest.Navigate(t, ctx, srv.URL+"/csp", "#p")
-	waitFor(t, func() bool { return len(w.Problems()) >= 2 })
+	testkit.Eventually(t, 5*time.Second, "both CSP violations were seen", func() bool { return len(w.Problems()) >= 2 })
 	if title := browsertest.Eval[string](t, ctx, "document.title"); title == "ran" {
 		t.Error("the inline script ran despite the CSP")
 	}
@@ -66,15 +67,4 @@ func TestWatcher(t *testing.T) {
 	if b, err := os.ReadFile(shot); err != nil || !strings.HasPrefix(string(b), "\x89PNG") {
 		t.Errorf("screenshot: %v", err)
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for range 100 {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("condition not met within 5s")
 }
