@@ -316,31 +316,43 @@ func (c consoleConfig) Load(ctx context.Context) (console.ConfigFile, error) {
 	return console.ConfigFile{Path: c.path(), Text: string(masked), Version: config.Hash(raw)}, nil
 }
 
+// configEdit is an edit of config.yaml checked against the file on disk.
+type configEdit struct {
+	raw  []byte // the file as it is (at the edit's version)
+	next []byte // the edit with its secrets put back, valid; nil when not
+	// diff is between masked texts, so it shows no secret.
+	diff     string
+	problems []string
+	stale    bool
+}
+
 // prepare reads the file, checks it is still at version and turns the
-// edited (masked) text into the file's new content, validated. It returns
-// the new content, the diff to show (masked: computed between masked
-// texts) and what is wrong.
-func (c consoleConfig) prepare(ctx context.Context, text, version string) (next []byte, diff string, problems []string, stale bool, err error) {
+// edited (masked) text into the file's new content, validated.
+func (c consoleConfig) prepare(text, version string) (configEdit, error) {
 	raw, err := os.ReadFile(c.path())
 	if err != nil {
-		return nil, "", nil, false, fmt.Errorf("failed to read %s: %w", c.path(), err)
+		return configEdit{}, fmt.Errorf("failed to read %s: %w", c.path(), err)
 	}
+	e := configEdit{raw: raw}
 	if config.Hash(raw) != version {
-		return nil, "", []string{config.ErrStale.Error() + ": reload the page and make the edit again"}, true, nil
+		e.stale, e.problems = true, []string{config.ErrStale.Error() + ": reload the page and make the edit again"}
+		return e, nil
 	}
 	masked, err := config.MaskText(raw)
 	if err != nil {
-		return nil, "", nil, false, fmt.Errorf("failed to mask the secrets of %s: %w", c.path(), err)
+		return configEdit{}, fmt.Errorf("failed to mask the secrets of %s: %w", c.path(), err)
 	}
-	diff = config.DiffText(masked, []byte(text))
-	next, err = config.Unmask([]byte(text), raw)
+	e.diff = config.DiffText(masked, []byte(text))
+	next, err := config.Unmask([]byte(text), raw)
+	if err == nil {
+		err = config.Check(next, c.path(), c.b.opts.ConfigOptions...)
+	}
 	if err != nil {
-		return nil, diff, errorLines(err, c.path()), false, nil
+		e.problems = errorLines(err, c.path())
+		return e, nil
 	}
-	if err := config.Check(next, c.path(), c.b.opts.ConfigOptions...); err != nil {
-		return nil, diff, errorLines(err, c.path()), false, nil
-	}
-	return next, diff, nil, false, nil
+	e.next = next
+	return e, nil
 }
 
 // errorLines is err as one line per problem; a problem without a file
@@ -361,26 +373,23 @@ func errorLines(err error, path string) []string {
 }
 
 func (c consoleConfig) Preview(ctx context.Context, text, version string) (console.ConfigPreview, error) {
-	_, diff, problems, stale, err := c.prepare(ctx, text, version)
+	e, err := c.prepare(text, version)
 	if err != nil {
 		return console.ConfigPreview{}, err
 	}
-	return console.ConfigPreview{Diff: diff, Errors: problems, Stale: stale}, nil
+	return console.ConfigPreview{Diff: e.diff, Errors: e.problems, Stale: e.stale}, nil
 }
 
 func (c consoleConfig) Save(ctx context.Context, text, version, who string) (console.ConfigSaved, error) {
 	b := c.b
-	next, _, problems, stale, err := c.prepare(ctx, text, version)
+	e, err := c.prepare(text, version)
 	if err != nil {
 		return console.ConfigSaved{}, err
 	}
-	if len(problems) > 0 {
-		return console.ConfigSaved{Errors: problems, Stale: stale}, nil
+	if len(e.problems) > 0 {
+		return console.ConfigSaved{Errors: e.problems, Stale: e.stale}, nil
 	}
-	old, err := os.ReadFile(c.path())
-	if err != nil {
-		return console.ConfigSaved{}, fmt.Errorf("failed to read %s: %w", c.path(), err)
-	}
+	next, old := e.next, e.raw
 	if err := config.WriteFile(c.path(), next, version); err != nil {
 		if errors.Is(err, config.ErrStale) {
 			return console.ConfigSaved{Stale: true, Errors: []string{err.Error()}}, nil
