@@ -44,6 +44,7 @@ type Server struct {
 	requests   []Request
 	count      int
 	unscripted int
+	audio      audioState // audio.go
 }
 
 type route struct {
@@ -80,6 +81,7 @@ func New(opts ...Option) *Server {
 	mux.HandleFunc("POST /v1/messages", s.handle(FormatAnthropic))
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /models", s.handleModels)
+	s.routeAudio(mux)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
 	s.RootURL = s.srv.URL
