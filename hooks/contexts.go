@@ -922,6 +922,108 @@ func (c *ToolApprovalResolvedContext) describe(*ToolApprovalResolvedContext, boo
 	return EffectUnchanged, ""
 }
 
+// PluginSourceType says what a plugin being installed was installed from.
+type PluginSourceType string
+
+// The sources a plugin can be installed from.
+const (
+	PluginSourceDir     PluginSourceType = "dir"     // a local directory, copied
+	PluginSourceTarball PluginSourceType = "tarball" // a .tar.gz archive, extracted
+	PluginSourceGit     PluginSourceType = "git"     // a git repository, cloned
+)
+
+// PluginInstallContext is passed to plugin:before_install hooks (gate,
+// 5 s). It fires when `hookroom plugin install` or `hookroom plugin update`
+// has unpacked a plugin into a staging directory, read its manifest and
+// checked that it is compatible with this hookroom, before the plugin is
+// moved into the plugin directory. A hook may Decline: the chain stops,
+// nothing is installed (an update leaves the installed version in place)
+// and the operator sees the reason. A failing hook is ignored, unless its
+// failure policy is closed: then the install is declined because the gate
+// was unavailable. The event names no agent and no room.
+type PluginInstallContext struct {
+	Base
+	// Name, Version and Description are the manifest's.
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+	// Update is set when the plugin replaces an installed version,
+	// PreviousVersion.
+	Update          bool   `json:"update"`
+	PreviousVersion string `json:"previous_version,omitempty"`
+	// Source is what the operator named (a directory, an archive, a git
+	// URL without its password), SourceType its kind. For git, Ref is the
+	// requested branch or tag ("" for the default branch) and Commit the
+	// commit that was checked out.
+	Source     string           `json:"source"`
+	SourceType PluginSourceType `json:"source_type"`
+	Ref        string           `json:"ref,omitempty"`
+	Commit     string           `json:"commit,omitempty"`
+	// Checksum is "sha256:<hex>" over the plugin's file tree, as the lock
+	// file records it.
+	Checksum string `json:"checksum"`
+	// Command, Builtin and Env are the manifest's: what will run and which
+	// environment variables it asks for.
+	Command []string `json:"command,omitempty"`
+	Builtin string   `json:"builtin,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	// HookroomRange is the manifest's hookroom version range ("" when it
+	// declares none); HookroomVersion the version of the installing
+	// hookroom.
+	HookroomRange   string `json:"hookroom_range,omitempty"`
+	HookroomVersion string `json:"hookroom_version,omitempty"`
+	// Dir is the staging directory holding the plugin's files, for hooks
+	// that inspect them. Read it, never change it: the checksum was taken.
+	// Files and Size count its regular files and their bytes.
+	Dir   string `json:"dir"`
+	Files int    `json:"files"`
+	Size  int64  `json:"size"`
+	// Declined, set with Decline, refuses the install; DeclineReason is
+	// shown to the operator.
+	Declined      bool   `json:"declined"`
+	DeclineReason string `json:"decline_reason,omitempty"`
+}
+
+// Decline refuses the install with a reason the operator will see.
+func (c *PluginInstallContext) Decline(reason string) {
+	c.Declined = true
+	c.DeclineReason = reason
+}
+
+func (c *PluginInstallContext) route() route { return route{} }
+func (c *PluginInstallContext) isolate() {
+	c.Command = cloneNonEmpty(c.Command)
+	c.Env = cloneNonEmpty(c.Env)
+}
+func (c *PluginInstallContext) merge(from *PluginInstallContext) {
+	mergeFields(c.mutableFields(), c, from)
+}
+func (c *PluginInstallContext) stopped() bool { return c.Declined }
+func (c *PluginInstallContext) declineUnavailable(reason string) {
+	c.Declined = true
+	c.DeclineReason = reason
+}
+func (c *PluginInstallContext) describe(b *PluginInstallContext, detail bool) (Effect, string) {
+	if c.Declined == b.Declined && c.DeclineReason == b.DeclineReason {
+		return EffectUnchanged, ""
+	}
+	eff := EffectChanged
+	if c.Declined && !b.Declined {
+		eff = EffectDeclined
+	}
+	if !detail {
+		return eff, ""
+	}
+	var ch changes
+	if c.Declined && !b.Declined {
+		ch.value("declined", c.DeclineReason)
+	} else {
+		ch.flag("declined", b.Declined, c.Declined)
+		ch.text("decline_reason", b.DeclineReason, c.DeclineReason)
+	}
+	return eff, ch.String()
+}
+
 // CustomEventContext is passed to hooks of custom events (observer, 1 s),
 // which plugins emit with Emit from hooks and tools.
 type CustomEventContext struct {
@@ -971,6 +1073,7 @@ var (
 	_ = guard[ToolAfterCallContext, *ToolAfterCallContext]
 	_ = guard[ToolApprovalRequestedContext, *ToolApprovalRequestedContext]
 	_ = guard[ToolApprovalResolvedContext, *ToolApprovalResolvedContext]
+	_ = guard[PluginInstallContext, *PluginInstallContext]
 	_ = guard[CustomEventContext, *CustomEventContext]
 
 	_ stopper    = (*ToolBeforeCallContext)(nil)
@@ -978,4 +1081,6 @@ var (
 	_ failCloser = (*ToolBeforeCallContext)(nil)
 	_ stopper    = (*ToolApprovalRequestedContext)(nil)
 	_ failCloser = (*ToolApprovalRequestedContext)(nil)
+	_ stopper    = (*PluginInstallContext)(nil)
+	_ failCloser = (*PluginInstallContext)(nil)
 )

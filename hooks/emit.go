@@ -499,16 +499,20 @@ func (s *serialRun[T, P]) failClosed(h *registered, why string) bool {
 	if !ok {
 		return false
 	}
-	fc.declineUnavailable(fmt.Sprintf("gate %s/%s was unavailable (%s), so the call was %s", h.plugin.name, h.name, why, failClosedWord(s.em.info.name)))
+	fc.declineUnavailable(fmt.Sprintf("gate %s/%s was unavailable (%s), so %s", h.plugin.name, h.name, why, failClosedOutcome(s.em.info.name)))
 	return true
 }
 
-// failClosedWord is what a closed gate's failure does to the call.
-func failClosedWord(event string) string {
-	if event == ToolApprovalRequested.Name() {
-		return "denied"
+// failClosedOutcome is what a closed gate's failure does to what the gate
+// guards.
+func failClosedOutcome(event string) string {
+	switch event {
+	case ToolApprovalRequested.Name():
+		return "the call was denied"
+	case PluginBeforeInstall.Name():
+		return "the install was declined"
 	}
-	return "declined"
+	return "the call was declined"
 }
 
 // slot returns hook j's slot.

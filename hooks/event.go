@@ -117,6 +117,7 @@ var (
 	ToolAfterCall                 = builtin[ToolAfterCallContext]("tool:after_call", Observer, 300, scopeAgent|scopeRoom)
 	ToolApprovalRequested         = builtin[ToolApprovalRequestedContext]("tool:approval_requested", Gate, 2000, scopeAgent|scopeRoom)
 	ToolApprovalResolved          = builtin[ToolApprovalResolvedContext]("tool:approval_resolved", Observer, 1000, scopeAgent|scopeRoom)
+	PluginBeforeInstall           = builtin[PluginInstallContext]("plugin:before_install", Gate, 5000, 0)
 )
 
 var builtinByName = func() map[string]*eventInfo {
@@ -137,7 +138,7 @@ func BuiltinEvents() []string {
 }
 
 // ReservedNamespaces are the first segments that custom events may not use.
-var ReservedNamespaces = []string{"message", "system", "agent", "bot", "compaction", "schedule", "reaction", "room", "config", "session", "tool"}
+var ReservedNamespaces = []string{"message", "system", "agent", "bot", "compaction", "schedule", "reaction", "room", "config", "session", "tool", "plugin"}
 
 var customEventPattern = regexp.MustCompile(`^[a-z0-9_.-]+(:[a-z0-9_.-]+)+$`)
 

@@ -118,6 +118,14 @@ var (
 			func(c *ToolBeforeCallContext) any { return c.ApprovalReason },
 			func(d, s *ToolBeforeCallContext) { d.ApprovalReason = s.ApprovalReason }),
 	}
+	pluginInstallFields = []MutableField{
+		field("declined", false,
+			func(c *PluginInstallContext) any { return c.Declined },
+			func(d, s *PluginInstallContext) { d.Declined = s.Declined }),
+		field("decline_reason", false,
+			func(c *PluginInstallContext) any { return c.DeclineReason },
+			func(d, s *PluginInstallContext) { d.DeclineReason = s.DeclineReason }),
+	}
 	approvalRequestedFields = []MutableField{
 		field("decision", false,
 			func(c *ToolApprovalRequestedContext) any { return c.Decision },
@@ -137,6 +145,7 @@ func (*FinalResponseContext) mutableFields() []MutableField         { return fin
 func (*ScheduleFiredContext) mutableFields() []MutableField         { return scheduleFiredFields }
 func (*ToolBeforeCallContext) mutableFields() []MutableField        { return toolBeforeCallFields }
 func (*ToolApprovalRequestedContext) mutableFields() []MutableField { return approvalRequestedFields }
+func (*PluginInstallContext) mutableFields() []MutableField         { return pluginInstallFields }
 
 // nullIfEmpty shows an empty raw JSON value as null.
 func nullIfEmpty(raw json.RawMessage) json.RawMessage {

@@ -280,3 +280,12 @@ func (s *Services) PutRoomState(_ context.Context, room id.RoomID, eventType, st
 func ToolApprovalRequested(tool, args string) *hooks.ToolApprovalRequestedContext {
 	return &hooks.ToolApprovalRequestedContext{ToolCall: toolCall(tool, args), ApprovalID: "approval-1"}
 }
+
+// PluginInstall returns a plugin:before_install context for a fresh install
+// of plugin name at version from a local directory.
+func PluginInstall(name, version string) *hooks.PluginInstallContext {
+	return &hooks.PluginInstallContext{
+		Name: name, Version: version, Source: "/src/" + name, SourceType: hooks.PluginSourceDir,
+		Checksum: "sha256:0000", Command: []string{"python3", "plugin.py"}, Dir: "/plugins/.staging/" + name,
+	}
+}

@@ -34,6 +34,7 @@ var contextsByEvent = map[string]hooks.Context{
 	"tool:after_call":                  &hooks.ToolAfterCallContext{},
 	"tool:approval_requested":          &hooks.ToolApprovalRequestedContext{},
 	"tool:approval_resolved":           &hooks.ToolApprovalResolvedContext{},
+	"plugin:before_install":            &hooks.PluginInstallContext{},
 }
 
 // jsonFields lists the JSON names of t's fields, embedded structs

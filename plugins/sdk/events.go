@@ -52,6 +52,7 @@ var runners = map[string]runner{
 	hooks.ToolAfterCall.Name():                 typed(hooks.ToolAfterCall),
 	hooks.ToolApprovalRequested.Name():         typed(hooks.ToolApprovalRequested),
 	hooks.ToolApprovalResolved.Name():          typed(hooks.ToolApprovalResolved),
+	hooks.PluginBeforeInstall.Name():           typed(hooks.PluginBeforeInstall),
 }
 
 // runnerFor returns the runner of a built-in or custom event.

@@ -89,6 +89,12 @@ var testPlugin = sdk.Plugin{
 			}
 			return nil
 		}),
+		hooks.Handle(hooks.PluginBeforeInstall, "install_policy", func(_ context.Context, c *hooks.PluginInstallContext) error {
+			if c.SourceType == hooks.PluginSourceGit && !strings.HasPrefix(c.Source, "https://git.example.org/") {
+				c.Decline(c.Name + " " + c.Version + ": plugins come from git.example.org only")
+			}
+			return nil
+		}, hooks.WithFailurePolicy(hooks.FailClosed), hooks.Timeout(5*time.Second)),
 		hooks.Handle(hooks.MessageClaim, "ping", func(_ context.Context, c *hooks.MessageClaimContext) error {
 			if c.Envelope.Body == "ping" {
 				c.Claim("pong")
@@ -256,7 +262,7 @@ func TestSameCodeBothModes(t *testing.T) {
 	for _, mode := range []string{"builtin", "process"} {
 		t.Run(mode, func(t *testing.T) {
 			h := newHarness(t, mode)
-			sdktest.RunShared(t, h, sdktest.Declared{Hooks: 14, GuardTimeout: 5 * time.Second})
+			sdktest.RunShared(t, h, sdktest.Declared{Hooks: 15, GuardTimeout: 5 * time.Second})
 			t.Run("gate approval", func(t *testing.T) {
 				c := hooktest.ToolBeforeCall("read_file", `{"path":"/prod/x"}`)
 				sdktest.Emit(t, h, hooks.ToolBeforeCall, c)
@@ -267,6 +273,19 @@ func TestSameCodeBothModes(t *testing.T) {
 				sdktest.Emit(t, h, hooks.ToolApprovalRequested, a)
 				if a.Decision != hooks.ApprovalDeny || a.DecisionReason != "no reading in production" {
 					t.Errorf("decision=%q reason=%q", a.Decision, a.DecisionReason)
+				}
+			})
+			t.Run("install gate", func(t *testing.T) {
+				c := hooktest.PluginInstall("geo", "1.2.0")
+				c.Source, c.SourceType = "https://evil.example/geo.git", hooks.PluginSourceGit
+				sdktest.Emit(t, h, hooks.PluginBeforeInstall, c)
+				if !c.Declined || c.DeclineReason != "geo 1.2.0: plugins come from git.example.org only" {
+					t.Errorf("declined=%v reason=%q", c.Declined, c.DeclineReason)
+				}
+				c = hooktest.PluginInstall("geo", "1.2.0")
+				sdktest.Emit(t, h, hooks.PluginBeforeInstall, c)
+				if c.Declined {
+					t.Errorf("a local directory was declined: %q", c.DeclineReason)
 				}
 			})
 			t.Run("context helpers", func(t *testing.T) {

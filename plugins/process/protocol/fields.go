@@ -22,6 +22,7 @@ import (
 //	tool:before_call                  declined, decline_reason, approval_required, approval_reason
 //	tool:approval_requested           decision, decision_reason
 //	message:claim                     claimed
+//	plugin:before_install             declined, decline_reason
 //
 // Every other event has none: a hook of it can only observe (and call host
 // methods). plugins/process's TestDesignatedFieldsAreDocumented keeps this

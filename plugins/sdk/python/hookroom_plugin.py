@@ -22,6 +22,11 @@ With this module a plugin is a few decorated functions::
         if ctx.tool_name == "read_file":
             ctx.approve("reads are fine")  # or ctx.deny(reason); neither: ask a person
 
+    @hook("plugin:before_install", failure_policy="closed")
+    async def install_policy(ctx):
+        if ctx.source_type == "git" and not ctx.source.startswith("https://git.example.org/"):
+            ctx.decline("plugins come from git.example.org only")
+
     @tool("add", "Adds two numbers", {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
     async def add(call):
         return str(call.arguments["a"] + call.arguments["b"])
@@ -412,7 +417,8 @@ class HookContext(_Base):
         return self._items
 
     def decline(self, reason: str) -> None:
-        """tool:before_call: refuse the tool call with a reason the model sees."""
+        """tool:before_call: refuse the tool call with a reason the model sees.
+        plugin:before_install: refuse the install with a reason the operator sees."""
         self._data["declined"] = True
         self._data["decline_reason"] = str(reason)
 
@@ -588,6 +594,8 @@ class HookContext(_Base):
             }
         if ev == "tool:approval_requested":
             return {"decision": d.get("decision", "") or "", "decision_reason": d.get("decision_reason", "")}
+        if ev == "plugin:before_install":
+            return {"declined": bool(d.get("declined", False)), "decline_reason": d.get("decline_reason", "")}
         if ev == "message:claim":
             return {"claimed": d["claimed"]} if d.get("claimed") is not None else {}
         return {}

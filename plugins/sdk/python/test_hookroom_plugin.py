@@ -245,6 +245,11 @@ def make_plugin() -> hp.Plugin:
             except hp.HostError as e:
                 ctx.add_metadata(att_id, f"{type(e).__name__} {e.code}")
 
+    @p.hook("plugin:before_install", failure_policy="closed")
+    async def install_policy(ctx):
+        if ctx.source_type == "git" and not ctx.source.startswith("https://git.example.org/"):
+            ctx.decline(f"{ctx.name} {ctx.version}: plugins come from git.example.org only")
+
     @p.tool("add", "adds", {"type": "object"})
     async def add(call):
         return call.arguments["a"] + call.arguments["b"]
@@ -370,6 +375,18 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
                 {"decision": "deny", "decision_reason": "never"},
             ),
             ("auto_approve", "tool:approval_requested", {"tool": "ls", "arguments": {}}, {"decision": "", "decision_reason": ""}),
+            (
+                "install_policy",
+                "plugin:before_install",
+                {"name": "geo", "version": "1.2.0", "source": "https://evil.example/geo.git", "source_type": "git", "declined": False},
+                {"declined": True, "decline_reason": "geo 1.2.0: plugins come from git.example.org only"},
+            ),
+            (
+                "install_policy",
+                "plugin:before_install",
+                {"name": "geo", "version": "1.2.0", "source": "/srv/geo", "source_type": "dir", "declined": False},
+                {"declined": False, "decline_reason": ""},
+            ),
             ("ping", "message:claim", {"envelope": envelope("ping")}, {"claimed": {"text": "pong"}}),
             ("ping", "message:claim", {"envelope": envelope("other")}, {}),
             (
