@@ -37,6 +37,7 @@ var baseEnv = []string{"PATH", "HOME", "LANG"}
 //	  "name": "geo",
 //	  "version": "1.2.0",
 //	  "api_version": 1,
+//	  "hookroom": ">=0.5, <2",
 //	  "description": "Adds the requester's location to every turn",
 //	  "command": ["python3", "plugin.py"],
 //	  "env": ["DAWARICH_API_KEY"]
@@ -63,6 +64,10 @@ type Manifest struct {
 	Env []string `json:"env,omitempty"`
 	// Description says what the plugin does, for listings.
 	Description string `json:"description,omitempty"`
+	// Hookroom is the range of hookroom versions the plugin works with
+	// (see VersionRange), checked by `hookroom plugin install`; "" allows
+	// every version.
+	Hookroom string `json:"hookroom,omitempty"`
 }
 
 // ManifestError is one problem in a manifest file, reported like a
@@ -102,9 +107,9 @@ func ReadManifest(dir string) (*Manifest, error) {
 // ParseManifest decodes and validates a manifest strictly: unknown or
 // repeated keys, wrong types and trailing data are errors, as are a name
 // outside ^[a-z0-9_-]+$, a missing version, an api_version other than
-// APIVersion, both or neither of command and builtin, and invalid env
-// names. Every problem is reported as a *ManifestError with its line
-// (several are joined).
+// APIVersion, both or neither of command and builtin, invalid env names
+// and a hookroom version range that does not parse. Every problem is
+// reported as a *ManifestError with its line (several are joined).
 func ParseManifest(data []byte) (*Manifest, error) {
 	p := manifestParser{data: data}
 	m := p.parse()
@@ -144,7 +149,7 @@ func (p *manifestParser) syntax(dec *json.Decoder, err error) {
 	p.errs = append(p.errs, &ManifestError{Line: p.line(off), Msg: fmt.Sprintf("invalid JSON: %v", err), Err: err})
 }
 
-var manifestFields = []string{"name", "version", "api_version", "command", "builtin", "env", "description"}
+var manifestFields = []string{"name", "version", "api_version", "hookroom", "command", "builtin", "env", "description"}
 
 func (p *manifestParser) parse() *Manifest {
 	dec := json.NewDecoder(bytes.NewReader(p.data))
@@ -196,6 +201,8 @@ func (p *manifestParser) parse() *Manifest {
 			dst, want = &m.Env, "a list of strings"
 		case "description":
 			dst, want = &m.Description, "a string"
+		case "hookroom":
+			dst, want = &m.Hookroom, "a string (a version range such as \">=0.5, <2\")"
 		default:
 			p.errorf(line, key, "unknown key (known: %s)", strings.Join(manifestFields, ", "))
 			continue
@@ -260,6 +267,11 @@ func (p *manifestParser) validate(m *Manifest, lines map[string]int, bad map[str
 		p.errorf(1, "api_version", "is required (this hookroom speaks %d)", APIVersion)
 	case ok("api_version") && m.APIVersion != APIVersion:
 		p.errorf(at("api_version"), "api_version", "%d is not supported (this hookroom speaks %d)", m.APIVersion, APIVersion)
+	}
+	if ok("hookroom") {
+		if _, err := ParseVersionRange(m.Hookroom); err != nil {
+			p.errorf(at("hookroom"), "hookroom", "%v (want comparisons such as \">=0.5, <2\")", err)
+		}
 	}
 	switch {
 	case has("command") && has("builtin"):

@@ -40,7 +40,23 @@ func TestParseManifest(t *testing.T) {
 		{
 			name: "unknown key",
 			src:  "{\n\"name\":\"x\",\"version\":\"1\",\"api_version\":1,\"command\":[\"x\"],\n\"hooks_module\": \"hooks.py\"\n}",
-			errs: []string{"line 3: hooks_module: unknown key (known: name, version, api_version, command, builtin, env, description)"},
+			errs: []string{"line 3: hooks_module: unknown key (known: name, version, api_version, hookroom, command, builtin, env, description)"},
+		},
+		{
+			name: "hookroom range",
+			src:  `{"name":"x","version":"1","api_version":1,"hookroom":">=0.5, <2","command":["x"]}`,
+			want: &plugins.Manifest{Name: "x", Version: "1", APIVersion: 1, Hookroom: ">=0.5, <2", Command: []string{"x"}},
+		},
+		{
+			name: "bad hookroom range",
+			src:  "{\"name\":\"x\",\"version\":\"1\",\"api_version\":1,\"command\":[\"x\"],\n\"hookroom\": \">=0.5, <two\"}",
+			errs: []string{`line 2: hookroom: invalid version range ">=0.5, <two": invalid version "two"`},
+		},
+		{
+			name: "hookroom range of the wrong type",
+			src:  `{"name":"x","version":"1","api_version":1,"command":["x"],"hookroom":2}`,
+			errs: []string{`hookroom: must be a string (a version range such as ">=0.5, <2")`},
+			not:  "invalid version range",
 		},
 		{
 			name: "repeated key",
