@@ -33,6 +33,9 @@ type Transcription struct {
 	// an OpenAI error object carrying the status text) instead.
 	Status int
 	Body   string
+	// Garbage, when set, is sent verbatim as a 200 application/json body
+	// instead of a transcript: a server that answers nonsense.
+	Garbage string
 	// Delay waits before the response, or until the client gives up.
 	Delay time.Duration
 }
@@ -173,6 +176,11 @@ func (s *Server) handleTranscription(w http.ResponseWriter, r *http.Request) {
 	}
 	if reply.Status >= 400 {
 		writeError(w, reply.Status, cmp.Or(reply.Body, openAIError(reply.Status, http.StatusText(reply.Status))))
+		return
+	}
+	if reply.Garbage != "" {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, reply.Garbage)
 		return
 	}
 	switch cmp.Or(req.ResponseFormat, "json") {
