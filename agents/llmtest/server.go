@@ -45,6 +45,7 @@ type Server struct {
 	count      int
 	unscripted int
 	audio      audioState // audio.go
+	embeddings embeddingState
 }
 
 type route struct {
@@ -81,6 +82,8 @@ func New(opts ...Option) *Server {
 	mux.HandleFunc("POST /v1/messages", s.handle(FormatAnthropic))
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /models", s.handleModels)
+	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("POST /embeddings", s.handleEmbeddings)
 	s.routeAudio(mux)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
