@@ -205,6 +205,8 @@ func parseServerPattern(s string) (serverPattern, error) {
 		return serverPattern{}, errors.New("empty server name")
 	case s == "*":
 		return serverPattern{kind: serverAny, port: portAny}, nil
+	case strings.HasPrefix(s, "*.["):
+		return serverPattern{}, fmt.Errorf(`%q: after "*." comes a DNS name (e.g. *.example.org)`, s)
 	}
 	host, port, err := splitServerPattern(s)
 	if err != nil {
