@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 )
 
 // extractTarGz extracts the gzip-compressed tar archive file into dst
@@ -61,8 +62,8 @@ func extractTarGz(ctx context.Context, file, dst string, lim limits) error {
 		if err != nil {
 			return err
 		}
-		if name == "." {
-			continue // "./", the root itself
+		if name == "." || excluded(name, hdr.Typeflag == tar.TypeDir) {
+			continue // "./", the root itself; .git, __pycache__, *.pyc
 		}
 		n++
 		if lim.maxFiles > 0 && n > lim.maxFiles {
@@ -116,6 +117,19 @@ func extractTarGz(ctx context.Context, file, dst string, lim limits) error {
 		}
 	}
 	return nil
+}
+
+// excluded reports whether a slash-separated name is, or lies below, what
+// skipped leaves out of plugins.
+func excluded(name string, isDir bool) bool {
+	els := strings.Split(name, "/")
+	for j, el := range els {
+		last := j == len(els)-1
+		if skipped(el, !last || isDir) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeEntry writes one regular file of the archive, exactly size bytes.
