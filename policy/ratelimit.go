@@ -40,9 +40,9 @@ func (l *Limiter) Allow(now time.Time, key string) (ok bool, retryAfter time.Dur
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.b.state(now, key)
-	if st.tokens < 1 {
+	if st.retry > 0 {
 		l.b.sweep(now, key)
-		return false, st.retry()
+		return false, st.retry
 	}
 	l.b.take(now, st)
 	return true, 0
@@ -59,21 +59,23 @@ func (l *Limiter) Len() int {
 }
 
 // buckets are the token buckets of one rate, without a lock of their own.
+// A bucket is kept as the time it will be full again (the generic cell rate
+// algorithm's theoretical arrival time), in whole nanoseconds, so refills
+// are exact: one token every interval, up to burst.
 type buckets struct {
-	rate    Rate
-	perNano float64 // tokens a nanosecond
-	burst   float64
-	max     int
-	m       map[string]*list.Element // of *bucket
-	lru     list.List                // front: most recently used
-	evicted uint64
+	rate     Rate
+	interval time.Duration // between two tokens
+	tau      time.Duration // (burst-1) intervals: how far ahead of now full may be
+	max      int
+	m        map[string]*list.Element // of *bucket
+	lru      list.List                // front: most recently used
+	evicted  uint64
 }
 
 type bucket struct {
 	key     string
-	tokens  float64
-	last    time.Time
-	noticed bool // refused since it last allowed, and the refusal was reported
+	full    time.Time // when the bucket holds burst tokens again
+	noticed bool      // refused since it last allowed, and the refusal was reported
 }
 
 // newBuckets returns the buckets of r, or nil when r limits nothing.
@@ -84,41 +86,31 @@ func newBuckets(r Rate, maxBuckets int) *buckets {
 	if maxBuckets <= 0 {
 		maxBuckets = DefaultMaxBuckets
 	}
+	interval := time.Duration(math.Round(float64(time.Minute) / r.PerMinute))
 	return &buckets{
-		rate: r, perNano: r.PerMinute / float64(time.Minute), burst: float64(r.burst()),
+		rate: r, interval: interval, tau: time.Duration(r.burst()-1) * interval,
 		max: maxBuckets, m: map[string]*list.Element{},
 	}
 }
 
-// bucketState is a bucket's tokens at some time, before anything is taken.
+// bucketState is what a bucket says at some time, before anything is taken.
 type bucketState struct {
-	key     string
-	el      *list.Element // nil: no bucket (full)
-	tokens  float64
-	perNano float64
-}
-
-// retry is how long until the bucket holds a whole token.
-func (s bucketState) retry() time.Duration {
-	if s.tokens >= 1 {
-		return 0
-	}
-	return time.Duration(math.Ceil((1 - s.tokens) / s.perNano))
-}
-
-func (bs *buckets) refill(b *bucket, now time.Time) float64 {
-	elapsed := now.Sub(b.last)
-	if elapsed <= 0 {
-		return b.tokens
-	}
-	return min(bs.burst, b.tokens+float64(elapsed)*bs.perNano)
+	key   string
+	el    *list.Element // nil: no bucket (full)
+	full  time.Time     // when it is full, now at the latest
+	retry time.Duration // 0: a token is there; otherwise the wait for one
 }
 
 func (bs *buckets) state(now time.Time, key string) bucketState {
-	st := bucketState{key: key, tokens: bs.burst, perNano: bs.perNano}
+	st := bucketState{key: key, full: now}
 	if el, ok := bs.m[key]; ok {
 		st.el = el
-		st.tokens = bs.refill(el.Value.(*bucket), now)
+		if full := el.Value.(*bucket).full; full.After(now) {
+			st.full = full
+		}
+	}
+	if ahead := st.full.Sub(now); ahead > bs.tau {
+		st.retry = ahead - bs.tau
 	}
 	return st
 }
@@ -133,7 +125,7 @@ func (bs *buckets) take(now time.Time, st bucketState) {
 		bs.lru.MoveToFront(el)
 	}
 	b := el.Value.(*bucket)
-	b.tokens, b.last, b.noticed = st.tokens-1, later(b.last, now), false
+	b.full, b.noticed = st.full.Add(bs.interval), false
 	bs.sweep(now, st.key)
 }
 
@@ -155,7 +147,7 @@ func (bs *buckets) refuse(st bucketState) bool {
 func (bs *buckets) sweep(now time.Time, keep string) {
 	for el := bs.lru.Back(); el != nil; el = bs.lru.Back() {
 		b := el.Value.(*bucket)
-		if b.key == keep || bs.refill(b, now) < bs.burst {
+		if b.key == keep || b.full.After(now) {
 			break
 		}
 		bs.drop(el)
@@ -173,13 +165,6 @@ func (bs *buckets) sweep(now time.Time, keep string) {
 func (bs *buckets) drop(el *list.Element) {
 	bs.lru.Remove(el)
 	delete(bs.m, el.Value.(*bucket).key)
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // Scope says which limit refused a message.
@@ -272,11 +257,11 @@ func (l *Limits) Allow(now time.Time, agent hooks.AgentName, person id.UserID, r
 	}
 	v := Verdict{OK: true}
 	for _, c := range checks[:n] {
-		if c.st.tokens >= 1 {
+		if c.st.retry == 0 {
 			continue
 		}
 		first := c.bs.refuse(c.st)
-		if retry := c.st.retry(); v.OK || retry > v.RetryAfter {
+		if retry := c.st.retry; v.OK || retry > v.RetryAfter {
 			v = Verdict{Scope: c.scope, Agent: c.agent, Rate: c.bs.rate, RetryAfter: retry, First: v.First}
 		}
 		v.First = v.First || first
