@@ -185,8 +185,28 @@ func (i *Installer) git(ctx context.Context, src source, dir string, args ...str
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return "", fmt.Errorf("git %s timed out after %s", args[0], timeout)
 	}
-	if msg == "" {
+	if msg = gitMessage(msg); msg == "" {
 		msg = err.Error()
 	}
 	return "", fmt.Errorf("git %s failed: %s", args[0], msg)
+}
+
+// gitMessage keeps git's "fatal:" and "error:" lines (all non-empty lines
+// when there are none), joined into one line.
+func gitMessage(stderr string) string {
+	var all, errs []string
+	for line := range strings.Lines(stderr) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		all = append(all, line)
+		if strings.HasPrefix(line, "fatal:") || strings.HasPrefix(line, "error:") {
+			errs = append(errs, line)
+		}
+	}
+	if len(errs) > 0 {
+		return strings.Join(errs, "; ")
+	}
+	return strings.Join(all, "; ")
 }
