@@ -77,23 +77,25 @@ func (i *Installer) now() time.Time {
 	return time.Now()
 }
 
-// Installed describes a plugin Install or Update put in place.
+// Installed describes a plugin Install or Update put in place. Its JSON
+// form (for --json output) is the lock file entry's fields and the ones
+// tagged here.
 type Installed struct {
 	// Entry is what the lock file now records.
 	Entry
 	// Dir is where the plugin lives: <plugin dir>/<name>.
-	Dir string
+	Dir string `json:"dir"`
 	// Manifest is the installed plugin's manifest.
-	Manifest *plugins.Manifest
+	Manifest *plugins.Manifest `json:"-"`
 	// Previous is the version that was replaced; nil for a new install.
-	Previous *Entry
+	Previous *Entry `json:"previous,omitempty"`
 	// Unchanged is set when an update found the installed files already
 	// identical: nothing was moved and the gate was not asked.
-	Unchanged bool
+	Unchanged bool `json:"unchanged,omitempty"`
 	// Warnings are problems that did not stop the install (a hookroom
 	// version range that could not be checked against a development
 	// build, a password left out of the lock file).
-	Warnings []string
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Install installs the plugin at source (a directory, a .tar.gz archive or
@@ -390,15 +392,16 @@ const (
 	StateUnmanaged State = "unmanaged"
 )
 
-// Status is one plugin as List reports it.
+// Status is one plugin as List reports it; its JSON form is the lock file
+// entry's fields and the ones tagged here.
 type Status struct {
 	Entry
-	Dir   string
-	State State
-	// Checksum is the checksum of the files now ("" when missing or
+	Dir   string `json:"dir"`
+	State State  `json:"state"`
+	// Current is the checksum of the files now ("" when missing or
 	// unmanaged); Problem says why they could not be read.
-	Checksum string
-	Problem  string
+	Current string `json:"current_checksum,omitempty"`
+	Problem string `json:"problem,omitempty"`
 }
 
 // List reports every plugin the lock file lists, with its drift, and the
@@ -425,9 +428,9 @@ func (i *Installer) List(ctx context.Context) ([]Status, error) {
 		case err != nil:
 			s.State, s.Problem = StateModified, err.Error()
 		case t.checksum != e.Checksum:
-			s.State, s.Checksum = StateModified, t.checksum
+			s.State, s.Current = StateModified, t.checksum
 		default:
-			s.State, s.Checksum = StateOK, t.checksum
+			s.State, s.Current = StateOK, t.checksum
 		}
 		out = append(out, s)
 	}

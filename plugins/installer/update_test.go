@@ -173,8 +173,11 @@ func TestListDrift(t *testing.T) {
 	var got []string
 	for _, s := range list {
 		got = append(got, s.Name+"="+string(s.State)+"@"+s.Version)
-		if s.State == installer.StateModified && (s.Checksum == "" || s.Checksum == s.Entry.Checksum) {
-			t.Errorf("%s: checksum now %q, installed %q", s.Name, s.Checksum, s.Entry.Checksum)
+		if s.State == installer.StateModified && (s.Current == "" || s.Current == s.Checksum) {
+			t.Errorf("%s: checksum now %q, installed %q", s.Name, s.Current, s.Checksum)
+		}
+		if s.State == installer.StateOK && s.Current != s.Checksum {
+			t.Errorf("%s: ok with checksum now %q, installed %q", s.Name, s.Current, s.Checksum)
 		}
 	}
 	want := []string{"a=modified@1.0.0", "b=modified@1.0.0", "c=missing@1.0.0", "d=modified@1.0.0", "e=ok@1.0.0", "handmade=unmanaged@0.1.0"}
