@@ -362,35 +362,62 @@ func lowerASCII(s string) string {
 	return s
 }
 
-// PatternSet is a list of patterns compiled for fast matching: exact user
-// ids and whole-server patterns ("@*:example.org") are looked up in maps,
-// only the other patterns are tried one by one. It is safe for concurrent
-// use once built.
+// PatternSet is a list of patterns compiled for fast matching: a user is
+// split once, exact user ids and whole-server patterns ("@*:example.org")
+// are looked up in maps, the other patterns are grouped by their server
+// (one host, the subdomains of one domain) and, for any server, by the
+// first character of their localpart, so only the few that may match are
+// tried. It is safe for concurrent use once built.
 type PatternSet struct {
 	patterns []Pattern
-	exact    map[string]int // localpart ":" lower-case server → lowest index
-	servers  map[string]int // "@*:SERVER" patterns: lower-case server name as written → lowest index
-	others   []int          // indexes of the remaining patterns, ascending
+	exact    map[userKey]int   // exact user ids → lowest index
+	servers  map[hostKey]int   // "@*:SERVER" patterns → lowest index
+	byHost   map[hostKey][]int // other patterns on one host → indexes, ascending
+	bySuffix map[hostKey][]int // other patterns on subdomains, by ".domain" → indexes
+	byFirst  [256][]int        // other patterns on any server, by the first byte of their localpart
+	anyLocal []int             // patterns on any server whose localpart starts with "*"
+}
+
+// hostKey is a lower-case host (or ".domain" suffix) and a port, portNone
+// or portAny; userKey adds a localpart.
+type hostKey struct {
+	host string
+	port int
+}
+
+type userKey struct {
+	local string
+	hostKey
 }
 
 // NewPatternSet compiles patterns (zero Patterns among them match nobody).
 func NewPatternSet(patterns []Pattern) *PatternSet {
-	s := &PatternSet{patterns: slices.Clone(patterns), exact: map[string]int{}, servers: map[string]int{}}
+	s := &PatternSet{
+		patterns: slices.Clone(patterns), exact: map[userKey]int{}, servers: map[hostKey]int{},
+		byHost: map[hostKey][]int{}, bySuffix: map[hostKey][]int{},
+	}
 	for i, p := range patterns {
+		hk := hostKey{p.server.host, p.server.port}
 		switch {
 		case !p.ok:
 		case p.IsExact():
-			key := exactKey(p.local.parts[0], p.server)
+			key := userKey{p.local.parts[0], hk}
 			if _, dup := s.exact[key]; !dup {
 				s.exact[key] = i
 			}
 		case len(p.local.parts) == 2 && p.local.parts[0] == "" && p.local.parts[1] == "" && p.server.kind == serverExact:
-			key := serverKey(p.server.host, p.server.port)
-			if _, dup := s.servers[key]; !dup {
-				s.servers[key] = i
+			if _, dup := s.servers[hk]; !dup {
+				s.servers[hk] = i
 			}
+		case p.server.kind == serverExact:
+			s.byHost[hk] = append(s.byHost[hk], i)
+		case p.server.kind == serverSubdomain:
+			s.bySuffix[hk] = append(s.bySuffix[hk], i)
+		case p.local.parts[0] == "":
+			s.anyLocal = append(s.anyLocal, i)
 		default:
-			s.others = append(s.others, i)
+			c := p.local.parts[0][0]
+			s.byFirst[c] = append(s.byFirst[c], i)
 		}
 	}
 	return s
@@ -418,44 +445,45 @@ func (s *PatternSet) Match(user id.UserID) (int, bool) {
 		return 0, false
 	}
 	best := -1
-	if len(s.exact) > 0 || len(s.servers) > 0 {
-		if host, port, ok := splitServer(server); ok {
-			sp := serverPattern{kind: serverExact, host: host, port: port}
-			if i, hit := s.exact[exactKey(local, sp)]; hit {
+	if host, port, ok := splitServer(server); ok {
+		for _, pk := range [2]int{port, portAny} {
+			hk := hostKey{host, pk}
+			if i, hit := s.exact[userKey{local, hk}]; hit && (best < 0 || i < best) {
 				best = i
 			}
-			if i, hit := s.servers[serverKey(host, port)]; hit && (best < 0 || i < best) {
+			if i, hit := s.servers[hk]; hit && (best < 0 || i < best) {
 				best = i
 			}
-			if i, hit := s.servers[serverKey(host, portAny)]; hit && (best < 0 || i < best) {
-				best = i
+			best = s.scan(s.byHost[hk], local, server, best)
+			if len(s.bySuffix) > 0 {
+				// Every proper suffix of the host that starts at a dot.
+				for j := strings.IndexByte(host, '.'); j > 0 && j < len(host)-1; {
+					best = s.scan(s.bySuffix[hostKey{host[j:], pk}], local, server, best)
+					next := strings.IndexByte(host[j+1:], '.')
+					if next < 0 {
+						break
+					}
+					j += 1 + next
+				}
 			}
 		}
 	}
-	for _, i := range s.others {
-		if best >= 0 && i > best {
-			break
-		}
-		p := s.patterns[i]
-		if p.local.match(local) && p.server.match(server) {
-			best = i
-			break
-		}
-	}
+	best = s.scan(s.byFirst[local[0]], local, server, best)
+	best = s.scan(s.anyLocal, local, server, best)
 	return best, best >= 0
 }
 
-func exactKey(local string, sp serverPattern) string {
-	return local + ":" + serverKey(sp.host, sp.port)
-}
-
-func serverKey(host string, port int) string {
-	switch port {
-	case portNone:
-		return host
-	case portAny:
-		return host + ":*"
-	default:
-		return host + ":" + strconv.Itoa(port)
+// scan returns the lower of best (-1: none yet) and the first index of the
+// ascending list whose pattern matches.
+func (s *PatternSet) scan(list []int, local, server string, best int) int {
+	for _, i := range list {
+		if best >= 0 && i > best {
+			return best
+		}
+		p := s.patterns[i]
+		if p.local.match(local) && p.server.match(server) {
+			return i
+		}
 	}
+	return best
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,95 +10,97 @@ import (
 	"maunium.net/go/mautrix/id"
 )
 
+// patternMatchTests is the table of TestPatternMatch.
+var patternMatchTests = []struct {
+	pattern string
+	user    id.UserID
+	want    bool
+}{
+	// Exact ids.
+	{"@alice:example.org", "@alice:example.org", true},
+	{"@alice:example.org", "@alice2:example.org", false},
+	{"@alice:example.org", "@alic:example.org", false},
+	{"@alice:example.org", "@bob:example.org", false},
+	{"@alice:example.org", "@alice:example.org.evil.com", false},
+	{"@alice:example.org", "@alice:evil-example.org", false},
+	{"@alice:example.org", "@alice:sub.example.org", false},
+	{"@alice:example.org", "@alice:example.org:8448", false},
+	// Localparts are case-sensitive, servers are not.
+	{"@alice:example.org", "@Alice:example.org", false},
+	{"@Alice:example.org", "@Alice:example.org", true},
+	{"@alice:example.org", "@alice:EXAMPLE.org", true},
+	{"@alice:Example.ORG", "@alice:example.org", true},
+	// Any localpart on exactly one server.
+	{"@*:example.org", "@alice:example.org", true},
+	{"@*:example.org", "@bob:example.org", true},
+	{"@*:example.org", "@alice:evil-example.org", false},
+	{"@*:example.org", "@alice:example.org.evil.com", false},
+	{"@*:example.org", "@alice:sub.example.org", false},
+	{"@*:example.org", "@alice:xexample.org", false},
+	{"@*:example.org", "@alice:example.org:8448", false},
+	{"@*:example.org", "@x:evil.org:example.org", false},
+	{"@*:example.org", "@:example.org", false},
+	{"@*:example.org", "@alice:", false},
+	{"@*:example.org", "alice:example.org", false},
+	{"@*:example.org", "", false},
+	{"@*:example.org", "@alice", false},
+	// Localpart globs never cross the colon.
+	{"@bot-*:*", "@bot-42:example.org", true},
+	{"@bot-*:*", "@bot-:example.org", true},
+	{"@bot-*:*", "@bot-42:example.org:8448", true},
+	{"@bot-*:*", "@robot-42:example.org", false},
+	{"@bot-*:*", "@bot:example.org", false},
+	{"@bot-*:example.org", "@bot-x:evil.org", false},
+	{"@*-bridge:example.org", "@tg-bridge:example.org", true},
+	{"@*-bridge:example.org", "@tg-bridge2:example.org", false},
+	{"@a*b*c:x.org", "@abc:x.org", true},
+	{"@a*b*c:x.org", "@a-b-c:x.org", true},
+	{"@a*b*c:x.org", "@acb:x.org", false},
+	{"@a*b*c:x.org", "@abcbc:x.org", true},
+	{"@a*a:x.org", "@a:x.org", false}, // prefix and suffix may not overlap
+	{"@a*a:x.org", "@aa:x.org", true},
+	{"@*:*", "@anyone:anywhere.example", true},
+	{"@*:*", "@anyone:[::1]:8448", true},
+	// Subdomains, explicitly.
+	{"@*:*.example.org", "@a:chat.example.org", true},
+	{"@*:*.example.org", "@a:x.y.example.org", true},
+	{"@*:*.example.org", "@a:CHAT.Example.org", true},
+	{"@*:*.example.org", "@a:example.org", false},
+	{"@*:*.example.org", "@a:evil-example.org", false},
+	{"@*:*.example.org", "@a:.example.org", false},
+	{"@*:*.example.org", "@a:chat.example.org.evil.com", false},
+	{"@*:*.example.org", "@a:chat.example.org:8448", false},
+	{"@*:*.example.org:*", "@a:chat.example.org:8448", true},
+	{"@*:*.example.org:*", "@a:chat.example.org", true},
+	// Ports.
+	{"@*:example.org:8448", "@a:example.org:8448", true},
+	{"@*:example.org:8448", "@a:example.org:08448", true},
+	{"@*:example.org:8448", "@a:example.org", false},
+	{"@*:example.org:8448", "@a:example.org:443", false},
+	{"@*:example.org:*", "@a:example.org", true},
+	{"@*:example.org:*", "@a:example.org:1", true},
+	{"@*:example.org:*", "@a:example.org:", false},
+	{"@*:example.org:*", "@a:example.org:x", false},
+	{"@*:example.org:*", "@a:evil.example.org:1", false},
+	{"@alice:example.org:8448", "@alice:example.org:8448", true},
+	{"@alice:example.org:*", "@alice:example.org:8448", true},
+	{"@alice:example.org:*", "@bob:example.org:8448", false},
+	// IP literals.
+	{"@*:10.0.0.1", "@a:10.0.0.1", true},
+	{"@*:10.0.0.1", "@a:10.0.0.10", false},
+	{"@*:[2001:db8::1]", "@a:[2001:DB8::1]", true},
+	{"@*:[2001:db8::1]", "@a:[2001:db8::1]:8448", false},
+	{"@*:[2001:db8::1]:8448", "@a:[2001:db8::1]:8448", true},
+	{"@*:[2001:db8::1]:*", "@a:[2001:db8::1]", true},
+	{"@*:[2001:db8::1]", "@a:[2001:db8::2]", false},
+	// A trailing dot is a different server name.
+	{"@*:example.org", "@a:example.org.", false},
+	// Historical localparts.
+	{"@Old_User!:example.org", "@Old_User!:example.org", true},
+}
+
 func TestPatternMatch(t *testing.T) {
-	tests := []struct {
-		pattern string
-		user    id.UserID
-		want    bool
-	}{
-		// Exact ids.
-		{"@alice:example.org", "@alice:example.org", true},
-		{"@alice:example.org", "@alice2:example.org", false},
-		{"@alice:example.org", "@alic:example.org", false},
-		{"@alice:example.org", "@bob:example.org", false},
-		{"@alice:example.org", "@alice:example.org.evil.com", false},
-		{"@alice:example.org", "@alice:evil-example.org", false},
-		{"@alice:example.org", "@alice:sub.example.org", false},
-		{"@alice:example.org", "@alice:example.org:8448", false},
-		// Localparts are case-sensitive, servers are not.
-		{"@alice:example.org", "@Alice:example.org", false},
-		{"@Alice:example.org", "@Alice:example.org", true},
-		{"@alice:example.org", "@alice:EXAMPLE.org", true},
-		{"@alice:Example.ORG", "@alice:example.org", true},
-		// Any localpart on exactly one server.
-		{"@*:example.org", "@alice:example.org", true},
-		{"@*:example.org", "@bob:example.org", true},
-		{"@*:example.org", "@alice:evil-example.org", false},
-		{"@*:example.org", "@alice:example.org.evil.com", false},
-		{"@*:example.org", "@alice:sub.example.org", false},
-		{"@*:example.org", "@alice:xexample.org", false},
-		{"@*:example.org", "@alice:example.org:8448", false},
-		{"@*:example.org", "@x:evil.org:example.org", false},
-		{"@*:example.org", "@:example.org", false},
-		{"@*:example.org", "@alice:", false},
-		{"@*:example.org", "alice:example.org", false},
-		{"@*:example.org", "", false},
-		{"@*:example.org", "@alice", false},
-		// Localpart globs never cross the colon.
-		{"@bot-*:*", "@bot-42:example.org", true},
-		{"@bot-*:*", "@bot-:example.org", true},
-		{"@bot-*:*", "@bot-42:example.org:8448", true},
-		{"@bot-*:*", "@robot-42:example.org", false},
-		{"@bot-*:*", "@bot:example.org", false},
-		{"@bot-*:example.org", "@bot-x:evil.org", false},
-		{"@*-bridge:example.org", "@tg-bridge:example.org", true},
-		{"@*-bridge:example.org", "@tg-bridge2:example.org", false},
-		{"@a*b*c:x.org", "@abc:x.org", true},
-		{"@a*b*c:x.org", "@a-b-c:x.org", true},
-		{"@a*b*c:x.org", "@acb:x.org", false},
-		{"@a*b*c:x.org", "@abcbc:x.org", true},
-		{"@a*a:x.org", "@a:x.org", false}, // prefix and suffix may not overlap
-		{"@a*a:x.org", "@aa:x.org", true},
-		{"@*:*", "@anyone:anywhere.example", true},
-		{"@*:*", "@anyone:[::1]:8448", true},
-		// Subdomains, explicitly.
-		{"@*:*.example.org", "@a:chat.example.org", true},
-		{"@*:*.example.org", "@a:x.y.example.org", true},
-		{"@*:*.example.org", "@a:CHAT.Example.org", true},
-		{"@*:*.example.org", "@a:example.org", false},
-		{"@*:*.example.org", "@a:evil-example.org", false},
-		{"@*:*.example.org", "@a:.example.org", false},
-		{"@*:*.example.org", "@a:chat.example.org.evil.com", false},
-		{"@*:*.example.org", "@a:chat.example.org:8448", false},
-		{"@*:*.example.org:*", "@a:chat.example.org:8448", true},
-		{"@*:*.example.org:*", "@a:chat.example.org", true},
-		// Ports.
-		{"@*:example.org:8448", "@a:example.org:8448", true},
-		{"@*:example.org:8448", "@a:example.org:08448", true},
-		{"@*:example.org:8448", "@a:example.org", false},
-		{"@*:example.org:8448", "@a:example.org:443", false},
-		{"@*:example.org:*", "@a:example.org", true},
-		{"@*:example.org:*", "@a:example.org:1", true},
-		{"@*:example.org:*", "@a:example.org:", false},
-		{"@*:example.org:*", "@a:example.org:x", false},
-		{"@*:example.org:*", "@a:evil.example.org:1", false},
-		{"@alice:example.org:8448", "@alice:example.org:8448", true},
-		{"@alice:example.org:*", "@alice:example.org:8448", true},
-		{"@alice:example.org:*", "@bob:example.org:8448", false},
-		// IP literals.
-		{"@*:10.0.0.1", "@a:10.0.0.1", true},
-		{"@*:10.0.0.1", "@a:10.0.0.10", false},
-		{"@*:[2001:db8::1]", "@a:[2001:DB8::1]", true},
-		{"@*:[2001:db8::1]", "@a:[2001:db8::1]:8448", false},
-		{"@*:[2001:db8::1]:8448", "@a:[2001:db8::1]:8448", true},
-		{"@*:[2001:db8::1]:*", "@a:[2001:db8::1]", true},
-		{"@*:[2001:db8::1]", "@a:[2001:db8::2]", false},
-		// A trailing dot is a different server name.
-		{"@*:example.org", "@a:example.org.", false},
-		// Historical localparts.
-		{"@Old_User!:example.org", "@Old_User!:example.org", true},
-	}
-	for _, tt := range tests {
+	for _, tt := range patternMatchTests {
 		p, err := ParsePattern(tt.pattern)
 		if err != nil {
 			t.Fatalf("ParsePattern(%q): %v", tt.pattern, err)
@@ -227,6 +230,50 @@ func TestPatternSetFirstMatch(t *testing.T) {
 	if set.Len() != 8 || set.Pattern(5).String() != "@*:*.example.org" {
 		t.Errorf("Len/Pattern: %d %q", set.Len(), set.Pattern(5))
 	}
+	var nilSet *PatternSet
+	if _, ok := nilSet.Match("@a:b.org"); ok || nilSet.Len() != 0 {
+		t.Error("a nil PatternSet matched")
+	}
+}
+
+// A PatternSet of every pattern of the match table, in several orders,
+// finds for every user of the table the first pattern a plain scan finds.
+func TestPatternSetAgreesWithScan(t *testing.T) {
+	var patterns []Pattern
+	for _, tt := range patternMatchTests {
+		patterns = append(patterns, MustPattern(tt.pattern))
+	}
+	patterns = append(patterns, MustPattern("@bot*:example.org"), MustPattern("@*x:*"), MustPattern("@a*:*.b.example.org:*"))
+	users := []id.UserID{"@x:y.z", "@botty:example.org", "@a1:c.b.example.org:9", "@zzx:q.org", "@a:b..example.org"}
+	for _, tt := range patternMatchTests {
+		users = append(users, tt.user)
+	}
+	for round := range 3 {
+		set := NewPatternSet(patterns)
+		for _, u := range users {
+			want := -1
+			for i, p := range patterns {
+				if p.Match(u) {
+					want = i
+					break
+				}
+			}
+			got, ok := set.Match(u)
+			if !ok {
+				got = -1
+			}
+			if got != want {
+				t.Errorf("round %d: Match(%q) = %d, a scan finds %d", round, u, got, want)
+			}
+		}
+		slices.Reverse(patterns)
+		if round == 1 {
+			patterns = append(patterns[len(patterns)/2:], patterns[:len(patterns)/2]...)
+		}
+	}
+}
+
+func TestNilPatternSet(t *testing.T) {
 	var nilSet *PatternSet
 	if _, ok := nilSet.Match("@a:b.org"); ok || nilSet.Len() != 0 {
 		t.Error("a nil PatternSet matched")

@@ -16,15 +16,16 @@ import (
 // concurrent use; a reload builds a new one. A nil *Policy is the zero
 // Options: the room rules decide alone.
 type Policy struct {
-	global     *PatternSet
-	aliasExact map[string]alias // exact puppet id (localpart ":" lower-case server) → alias
-	aliasWild  []alias          // the other aliases, most specific first
-	dm         DMPolicy
-	dmPath     string
-	agents     map[hooks.AgentName]*agentRules
-	pairing    PairingOptions
-	unresolved []string
-	anyAgent   *agentRules // the rules of agents without an entry
+	global      *PatternSet
+	globalRules []string    // the rule text of each global_users entry
+	aliases     *PatternSet // the puppet patterns, the exact ones first, then the most specific first
+	aliasOf     []alias     // aliasOf[i] is what aliases.Pattern(i) stands for
+	dm          DMPolicy
+	dmPath      string
+	agents      map[hooks.AgentName]*agentRules
+	pairing     PairingOptions
+	unresolved  []string
+	anyAgent    *agentRules // the rules of agents without an entry
 }
 
 type alias struct {
@@ -38,7 +39,13 @@ type agentRules struct {
 	dm      DMPolicy
 	dmPath  string
 	replyTo []string // the entries as written; empty: no reply_to
+	rules   []string // the rule text of each entry
 	base    string   // "agents.NAME.reply_to"
+	noEntry string   // the rule text when no entry admits
+	dmRule  string   // "agents.NAME.dm: open"
+	// The rule texts of pairing: "agents.NAME.dm: pairing (paired)" and
+	// "… (not paired)".
+	dmPaired, dmNotPaired string
 	// What the entries admit, each with its index in replyTo.
 	patterns   *PatternSet
 	patternIdx []int // patterns.Pattern(i) is replyTo[patternIdx[i]]
@@ -60,29 +67,38 @@ func New(o Options, resolve RoomResolver) (*Policy, error) {
 		return nil, err
 	}
 	p := &Policy{
-		dm: cmp.Or(o.DM, DMAllowlist), dmPath: "dm", aliasExact: map[string]alias{},
+		dm: cmp.Or(o.DM, DMAllowlist), dmPath: "dm",
 		agents: map[hooks.AgentName]*agentRules{}, pairing: o.Pairing.WithDefaults(),
 	}
 	globals := make([]Pattern, len(o.GlobalUsers))
 	for i, s := range o.GlobalUsers {
 		globals[i] = MustPattern(s)
+		p.globalRules = append(p.globalRules, fmt.Sprintf("%s %q", joinIndex("global_users", i), s))
 	}
 	p.global = NewPatternSet(globals)
 	for key, user := range o.Aliases {
-		a := alias{pattern: MustPattern(key), user: user, path: joinKey("aliases", key)}
-		if a.pattern.IsExact() {
-			p.aliasExact[exactKey(a.pattern.local.parts[0], a.pattern.server)] = a
-		} else {
-			p.aliasWild = append(p.aliasWild, a)
-		}
+		p.aliasOf = append(p.aliasOf, alias{pattern: MustPattern(key), user: user, path: joinKey("aliases", key)})
 	}
-	slices.SortFunc(p.aliasWild, func(x, y alias) int {
+	// PatternSet.Match answers the lowest index: order by precedence.
+	slices.SortFunc(p.aliasOf, func(x, y alias) int {
+		if x.pattern.IsExact() != y.pattern.IsExact() {
+			if x.pattern.IsExact() {
+				return -1
+			}
+			return 1
+		}
 		return cmp.Or(y.pattern.literals()-x.pattern.literals(), cmp.Compare(x.pattern.raw, y.pattern.raw))
 	})
+	puppets := make([]Pattern, len(p.aliasOf))
+	for i, a := range p.aliasOf {
+		puppets[i] = a.pattern
+	}
+	p.aliases = NewPatternSet(puppets)
 	for _, name := range slices.Sorted(maps.Keys(o.Agents)) {
 		p.agents[name] = p.compileAgent(name, o.Agents[name], resolve)
 	}
 	p.anyAgent = &agentRules{dm: p.dm, dmPath: p.dmPath, everyone: -1}
+	p.anyAgent.setRuleTexts()
 	return p, nil
 }
 
@@ -95,8 +111,10 @@ func (p *Policy) compileAgent(name hooks.AgentName, o AgentOptions, resolve Room
 	if o.DM != "" {
 		a.dmPath = joinKey(base, "dm")
 	}
+	a.setRuleTexts()
 	var patterns []Pattern
 	for i, s := range o.ReplyTo {
+		a.rules = append(a.rules, fmt.Sprintf("%s %q", joinIndex(a.base, i), s))
 		e, _ := parseEntry(s) // validated
 		switch e.kind {
 		case entryEveryone:
@@ -160,24 +178,11 @@ func (p *Policy) Pairing() PairingOptions {
 // one with the most literal characters, then the first in byte order.
 // Aliases are not chained: the person is never looked up again.
 func (p *Policy) Canonical(sender id.UserID) (person id.UserID, aliasPath string) {
-	if p == nil || len(p.aliasExact) == 0 && len(p.aliasWild) == 0 {
+	if p == nil {
 		return sender, ""
 	}
-	local, server, ok := splitUserID(sender)
-	if !ok {
-		return sender, ""
-	}
-	if len(p.aliasExact) > 0 {
-		if host, port, ok := splitServer(server); ok {
-			if a, hit := p.aliasExact[exactKey(local, serverPattern{host: host, port: port})]; hit {
-				return a.user, a.path
-			}
-		}
-	}
-	for _, a := range p.aliasWild {
-		if a.pattern.Match(sender) {
-			return a.user, a.path
-		}
+	if i, ok := p.aliases.Match(sender); ok {
+		return p.aliasOf[i].user, p.aliasOf[i].path
 	}
 	return sender, ""
 }
@@ -350,7 +355,7 @@ func (p *Policy) Decide(r Request) Decision {
 		return d.deny(ReasonInvalidSender, "the sender is not a valid user id")
 	}
 	if i, ok := p.global.Match(d.Person); ok {
-		return d.allow(ReasonGlobalUser, fmt.Sprintf("%s %q", joinIndex("global_users", i), p.global.Pattern(i)))
+		return d.allow(ReasonGlobalUser, p.globalRules[i])
 	}
 	a := p.agents[r.Agent]
 	if a == nil {
@@ -359,7 +364,7 @@ func (p *Policy) Decide(r Request) Decision {
 	roomRules := func() bool { return r.RoomRules != nil && r.RoomRules(d.Person) }
 	if r.DM {
 		if a.dm == DMOpen {
-			return d.allow(ReasonDMOpen, a.dmPath+": open")
+			return d.allow(ReasonDMOpen, a.dmRule)
 		}
 		if len(a.replyTo) > 0 {
 			if rule, ok := a.admits(d.Person, r); ok {
@@ -370,12 +375,12 @@ func (p *Policy) Decide(r Request) Decision {
 		}
 		if a.dm == DMPairing {
 			if r.Pairings != nil && r.Pairings.IsPaired(r.Agent, d.Person) {
-				return d.allow(ReasonPaired, a.dmPath+": pairing (paired)")
+				return d.allow(ReasonPaired, a.dmPaired)
 			}
-			return d.deny(ReasonPairingRequired, a.dmPath+": pairing (not paired)")
+			return d.deny(ReasonPairingRequired, a.dmNotPaired)
 		}
 		if len(a.replyTo) > 0 {
-			return d.deny(ReasonNotInReplyTo, "no entry of "+a.base+" admits them")
+			return d.deny(ReasonNotInReplyTo, a.noEntry)
 		}
 		return d.deny(ReasonRoomRulesDenied, ruleRoomRulesDenied)
 	}
@@ -388,7 +393,7 @@ func (p *Policy) Decide(r Request) Decision {
 	if rule, ok := a.admits(d.Person, r); ok {
 		return d.allow(ReasonReplyTo, rule)
 	}
-	return d.deny(ReasonNotInReplyTo, "no entry of "+a.base+" admits them")
+	return d.deny(ReasonNotInReplyTo, a.noEntry)
 }
 
 // zeroPolicy is the policy of the zero Options.
@@ -423,7 +428,15 @@ func (a *agentRules) admits(person id.UserID, r Request) (string, bool) {
 	return "", false
 }
 
-func (a *agentRules) rule(i int) string { return fmt.Sprintf("%s %q", joinIndex(a.base, i), a.replyTo[i]) }
+func (a *agentRules) rule(i int) string { return a.rules[i] }
+
+// setRuleTexts prepares the rule texts of a's decisions, so that Decide
+// builds no strings.
+func (a *agentRules) setRuleTexts() {
+	a.noEntry = "no entry of " + a.base + " admits them"
+	a.dmRule = a.dmPath + ": " + string(a.dm)
+	a.dmPaired, a.dmNotPaired = a.dmRule+" (paired)", a.dmRule+" (not paired)"
+}
 
 func (d Decision) allow(reason Reason, rule string) Decision {
 	d.Allow, d.Reason, d.Rule = true, reason, rule

@@ -68,8 +68,8 @@ func testOptions() Options {
 	return Options{
 		GlobalUsers: []string{"@admin:example.org", "@*:staff.example.org"},
 		Aliases: map[string]id.UserID{
-			"@telegram_123:example.org":    "@alice:example.org",
-			"@tg_*:bridge.example.org":     "@bob:example.org",
+			"@telegram_123:example.org":     "@alice:example.org",
+			"@tg_*:bridge.example.org":      "@bob:example.org",
 			"@tg_admin*:bridge.example.org": "@admin:example.org", // more specific than @tg_*
 		},
 		Agents: map[hooks.AgentName]AgentOptions{
@@ -301,12 +301,12 @@ func TestDefaultDMPolicy(t *testing.T) {
 
 func TestAliases(t *testing.T) {
 	p, err := New(Options{Aliases: map[string]id.UserID{
-		"@telegram_123:example.org": "@alice:example.org",
-		"@tg_*:bridge.example.org":  "@bob:example.org",
+		"@telegram_123:example.org":  "@alice:example.org",
+		"@tg_*:bridge.example.org":   "@bob:example.org",
 		"@tg_*_x:bridge.example.org": "@carol:example.org", // more literal characters than @tg_*
-		"@a*:b.org":                 "@ann:example.org",
-		"@*a:b.org":                 "@ana:example.org", // as specific as @a*: byte order decides
-		"@bob:example.org":          "@robert:example.org",
+		"@a*:b.org":                  "@ann:example.org",
+		"@*a:b.org":                  "@ana:example.org", // as specific as @a*: byte order decides
+		"@bob:example.org":           "@robert:example.org",
 	}}, nil)
 	if err != nil {
 		t.Fatal(err)
