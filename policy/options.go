@@ -154,10 +154,17 @@ func (o Options) check(p *problems) {
 			p.add(joinIndex("global_users", i), "%s", patternReason(err))
 		}
 	}
+	exactAliases := map[userKey]string{}
 	for _, key := range slices.Sorted(maps.Keys(o.Aliases)) {
 		path := joinKey("aliases", key)
-		if _, err := ParsePattern(key); err != nil {
+		if pat, err := ParsePattern(key); err != nil {
 			p.add(path, "%s", patternReason(err))
+		} else if pat.IsExact() {
+			k := userKey{pat.local.parts[0], hostKey{pat.server.host, pat.server.port}}
+			if other, dup := exactAliases[k]; dup && o.Aliases[other] != o.Aliases[key] {
+				p.add(path, "names the same account as %q (server names ignore case), for another user", other)
+			}
+			exactAliases[k] = key
 		}
 		if !validUserID(o.Aliases[key]) {
 			p.add(path, "%q is not a user id: an alias stands for one user (@alice:example.org)", o.Aliases[key])

@@ -84,10 +84,15 @@ func TestOptionsValidate(t *testing.T) {
 			"@tg:":             "@bob:example.org",
 			"@x:bridge.org":    "@*:example.org",
 			"@y:bridge.org":    "alice",
+			"@z:Bridge.org":    "@carol:example.org",
+			"@z:bridge.org":    "@dave:example.org",
+			"@w:Bridge.org":    "@carol:example.org",
+			"@w:bridge.org":    "@carol:example.org", // the same user: harmless
 		}}, []string{
 			`aliases["@tg:"]: "@tg:": empty server name`,
 			`aliases["@x:bridge.org"]: "@*:example.org" is not a user id`,
 			`aliases["@y:bridge.org"]: "alice" is not a user id`,
+			`aliases["@z:bridge.org"]: names the same account as "@z:Bridge.org"`,
 		}},
 		{"dm policies", Options{DM: "closed", Agents: map[hooks.AgentName]AgentOptions{"a": {DM: "Open"}, "b": {DM: DMOpen}}}, []string{
 			`dm: must be "allowlist", "open" or "pairing", not "closed"`,

@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
@@ -357,5 +360,28 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 	_, err := New(Options{GlobalUsers: []string{"@**:x.org"}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "global_users[0]") {
 		t.Errorf("New with a bad pattern: %v", err)
+	}
+}
+
+// The decision is logged at debug with the rule that decided.
+func TestDecisionLogFields(t *testing.T) {
+	var buf strings.Builder
+	log := zerolog.New(&buf)
+	d := testPolicy(t).Decide(Request{Sender: "@tg_9:bridge.example.org", Agent: "coder", Room: general,
+		RoomRules: rulesOf(general), Members: facts{}})
+	log.Debug().Object("authorization", d).Msg("authorization decided")
+	var got struct {
+		Authorization map[string]any `json:"authorization"`
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"allow": true, "reason": "reply_to", "rule": `agents.coder.reply_to[1] "members:#devs:example.org"`,
+		"sender": "@tg_9:bridge.example.org", "person": "@bob:example.org", "alias": `aliases["@tg_*:bridge.example.org"]`,
+		"agent": "coder", "room_id": string(general), "dm": false,
+	}
+	if !maps.Equal(got.Authorization, want) {
+		t.Errorf("logged %v\nwant %v", got.Authorization, want)
 	}
 }
