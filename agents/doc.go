@@ -19,7 +19,7 @@
 //
 // # One turn
 //
-// The bot runs a turn roughly like this (bot/turn.go: prompt, run, deliver).
+// The bot runs a turn roughly like this (internal/turn: prompt, Run, deliver).
 // It compacts the history before it loads it, so the prompt fits the model's
 // window, and stores the turn with AppendTurn, whose callback marks the
 // answered message handled in the same transaction:

@@ -214,3 +214,15 @@ func scanApproval(row dbutil.Scannable) (Approval, error) {
 	}
 	return a, nil
 }
+
+// CanonicalArguments writes a tool call's JSON arguments in one canonical
+// form (keys sorted, no insignificant space), so that two calls with the
+// same arguments compare equal; raw as it is when it is not JSON.
+func CanonicalArguments(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}

@@ -19,8 +19,8 @@ import (
 	"github.com/hookroom/hookroom/approval"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/turn"
 	"github.com/hookroom/hookroom/matrixio"
-	"github.com/hookroom/hookroom/trace"
 )
 
 // Human approval of tool calls (tool_approval). A call that needs approval
@@ -149,205 +149,6 @@ func (w *world) approvalRules() []approval.Rule {
 	return rules
 }
 
-// needsApproval is the turn's agents.RunRequest.NeedsApproval.
-func (t *turn) needsApproval(call hooks.ToolCall) (bool, string) {
-	w := t.w // the world the turn runs in
-	if len(w.cfg.ToolApproval.Rules) == 0 {
-		return false, ""
-	}
-	tool := approval.Tool{Name: call.Tool}
-	for _, info := range w.tools[t.agent] {
-		if info.Name == call.Tool {
-			tool.Source = info.Source
-			break
-		}
-	}
-	if approval.Match(w.approvalRules(), tool, t.agent, t.env.RoomID) {
-		return true, "this tool needs a person's approval (tool_approval)"
-	}
-	return false, ""
-}
-
-// approve is the turn's agents.RunRequest.Approve: it finds the stored
-// approval of this call (a replayed turn) or creates one, lets
-// tool:approval_requested hooks decide, posts the card and waits.
-func (t *turn) approve(ctx context.Context, req agents.ApprovalRequest) (bool, string, error) {
-	b := t.b
-	a, found, err := t.storedApproval(ctx, req)
-	if err != nil {
-		t.log.Error().Err(err).Str("tool", req.Call.Tool).Msg("failed to look up stored approvals; denying the call")
-		return false, "the approval could not be recorded, so the call was denied", nil
-	}
-	if !found {
-		timeout := t.w.cfg.ToolApproval.ApprovalTimeout()
-		a, err = b.approvals.Create(ctx, approval.Approval{
-			SourceEventID: t.ev.ID, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID, Agent: t.agent,
-			Requester: t.env.RequesterID, Tool: req.Call.Tool, Arguments: req.Call.Arguments, CallID: req.CallID,
-			Reason: req.Reason, ExpiresAt: time.Now().Add(timeout),
-		})
-		if err != nil {
-			t.log.Error().Err(err).Str("tool", req.Call.Tool).Msg("failed to store the approval; denying the call")
-			return false, "the approval could not be recorded, so the call was denied", nil
-		}
-		t.usedApprovals = append(t.usedApprovals, a.ID)
-		t.log.Info().Str("tool", a.Tool).Str("approval", a.ID).Dur("timeout", timeout).Msg("tool call waits for approval")
-		if decided, ok := t.approvalHooks(ctx, a, req.Call); ok {
-			a = decided
-		}
-	} else {
-		t.usedApprovals = append(t.usedApprovals, a.ID)
-		t.log.Info().Str("tool", a.Tool).Str("approval", a.ID).Str("status", string(a.Status)).Msg("found the stored approval of a replayed tool call")
-	}
-	if a.Status == approval.Pending {
-		if a, err = t.wait(ctx, a); err != nil {
-			return false, "", err
-		}
-	}
-	t.trace.Approval(trace.Approval{ID: a.ID, Tool: a.Tool, Decision: string(a.Status), DecidedBy: a.DecidedBy})
-	return verdict(a)
-}
-
-// storedApproval returns the approval a previous run of this turn stored
-// for the same call (same tool and arguments; the same call id preferred)
-// that this run has not used yet.
-func (t *turn) storedApproval(ctx context.Context, req agents.ApprovalRequest) (approval.Approval, bool, error) {
-	if !t.replayed {
-		return approval.Approval{}, false, nil
-	}
-	list, err := t.b.approvals.ForTurn(ctx, t.ev.ID)
-	if err != nil {
-		return approval.Approval{}, false, err
-	}
-	// Only the same tool with the same arguments: an approval never
-	// carries over to another call. The same call id first.
-	args := canonicalJSON(req.Call.Arguments)
-	var match *approval.Approval
-	for i, a := range list {
-		if a.Agent != t.agent || a.Tool != req.Call.Tool || a.Status == approval.Cancelled ||
-			slices.Contains(t.usedApprovals, a.ID) || canonicalJSON(a.Arguments) != args {
-			continue
-		}
-		if match == nil || (req.CallID != "" && a.CallID == req.CallID && match.CallID != req.CallID) {
-			match = &list[i]
-		}
-	}
-	if match != nil {
-		return *match, true, nil
-	}
-	return approval.Approval{}, false, nil
-}
-
-func canonicalJSON(raw json.RawMessage) string {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
-}
-
-// approvalHooks emits tool:approval_requested; it returns the approval as
-// decided when a hook decided.
-func (t *turn) approvalHooks(ctx context.Context, a approval.Approval, call hooks.ToolCall) (approval.Approval, bool) {
-	if !t.reg.Has(hooks.ToolApprovalRequested.Name()) {
-		return a, false
-	}
-	c := &hooks.ToolApprovalRequestedContext{ToolCall: call, ApprovalID: a.ID, Reason: a.Reason, ExpiresAt: a.ExpiresAt}
-	emit(ctx, t.reg, hooks.ToolApprovalRequested, c)
-	status := approval.Approved
-	switch c.Decision {
-	case hooks.ApprovalApprove:
-	case hooks.ApprovalDeny:
-		status = approval.Denied
-	default:
-		return a, false
-	}
-	t.log.Info().Str("tool", a.Tool).Str("decision", string(c.Decision)).Msg("a tool:approval_requested hook decided")
-	decided, _ := t.b.resolveApproval(ctx, t.w, a, status, "", c.DecisionReason)
-	return decided, true
-}
-
-// wait posts the approval card (unless a previous run did) and waits for
-// the decision or the deadline, with the turn's deadline clock paused. It
-// fails only when the turn ends meanwhile: stopped (🛑, a redaction: the
-// approval is cancelled) or shut down (the approval stays pending for the
-// replay).
-func (t *turn) wait(ctx context.Context, a approval.Approval) (approval.Approval, error) {
-	b := t.b
-	ch := b.approvalWaits.add(a.ID)
-	defer b.approvalWaits.remove(a.ID)
-	if t.clock != nil {
-		defer t.clock.pause()()
-	}
-	if a.CardEventID == "" {
-		card, err := b.postCard(ctx, t.w, a)
-		if err != nil && ctx.Err() != nil {
-			// The turn ended while the card was on its way: a stop cancels
-			// the approval; a shutdown leaves it pending for the replay,
-			// as below.
-			if t.parent.Err() == nil {
-				b.resolveApproval(context.WithoutCancel(ctx), t.w, a, approval.Cancelled, "", "the turn ended")
-			}
-			return a, context.Cause(ctx)
-		}
-		if err != nil {
-			t.log.Error().Err(err).Msg("failed to post the approval card; denying the call")
-			decided, _ := b.resolveApproval(context.WithoutCancel(ctx), t.w, a, approval.Denied, "", "the approval card could not be posted")
-			return decided, nil
-		}
-		a.CardEventID = card
-	}
-	// 🛑 on the card stops the turn, as on its reply.
-	b.turnsByEvent.alias(a.CardEventID, t.ev.ID)
-	caughtUp := false // waited for hookroom to catch up with the room once
-	for {
-		cur, err := b.approvals.Get(ctx, a.ID)
-		if err != nil {
-			if ctx.Err() == nil {
-				t.log.Error().Err(err).Msg("failed to read the approval; denying the call")
-				cur, _ = b.resolveApproval(context.WithoutCancel(ctx), t.w, a, approval.Denied, "", "the approval could not be read")
-				return cur, nil
-			}
-			cur = a
-		}
-		if cur.Status != approval.Pending {
-			return cur, nil
-		}
-		timer := time.NewTimer(time.Until(cur.ExpiresAt))
-		select {
-		case <-ch:
-			timer.Stop()
-		case <-timer.C:
-			// An answer given before the deadline may still be on its way
-			// (hookroom was down when it was given, or it is queued behind
-			// other events of the room): it counts, by its own time.
-			if !caughtUp && ctx.Err() == nil {
-				caughtUp = true
-				if b.waitCaughtUp(ctx, t.w, cur.RoomID, catchUpLimit) {
-					continue
-				}
-			}
-			t.log.Info().Str("tool", cur.Tool).Msg("nobody answered the approval in time; denied")
-			b.resolveApproval(ctx, t.w, cur, approval.Expired, "", "nobody answered before the deadline")
-		case <-ctx.Done():
-			timer.Stop()
-			if t.parent.Err() == nil {
-				_, cause := stopCause(ctx)
-				why := "the turn ended"
-				if cause != nil {
-					why = "the turn was stopped (" + cause.Error() + ")"
-				}
-				b.resolveApproval(context.WithoutCancel(ctx), t.w, cur, approval.Cancelled, "", why)
-			}
-			return cur, context.Cause(ctx)
-		}
-	}
-}
-
-// catchUpLimit bounds how long an approval past its deadline waits for
-// hookroom to catch up with its room before it expires.
-const catchUpLimit = 30 * time.Second
-
 // waitCaughtUp waits, at most limit, until every account of w finished its
 // first sync since the start and every event of room that arrived so far
 // was handled, so that an answer given in time but not read yet is read.
@@ -380,26 +181,6 @@ func (b *Bot) waitCaughtUp(ctx context.Context, w *world, room id.RoomID, limit 
 		}
 	}
 	return true
-}
-
-// verdict is what the tool loop gets for a decided approval.
-func verdict(a approval.Approval) (bool, string, error) {
-	switch a.Status {
-	case approval.Approved:
-		return true, "", nil
-	case approval.Denied:
-		who := "it was denied"
-		if a.DecidedBy != "" {
-			who = string(a.DecidedBy) + " denied it"
-		}
-		if a.DecisionReason != "" {
-			return false, who + ": " + a.DecisionReason, nil
-		}
-		return false, who, nil
-	case approval.Expired:
-		return false, "nobody approved it before the deadline (" + a.ExpiresAt.UTC().Format("15:04:05 UTC") + "), so it was denied", nil
-	}
-	return false, "the approval was cancelled", nil
 }
 
 // mayDecide reports whether user may answer approval a: the person the turn
@@ -438,7 +219,7 @@ func (b *Bot) resolveApproval(ctx context.Context, w *world, a approval.Approval
 			Waited: a.DecidedAt.Sub(a.CreatedAt),
 		}
 		c.CorrelationID = string(a.SourceEventID)
-		emit(context.WithoutCancel(ctx), reg, hooks.ToolApprovalResolved, c)
+		turn.Emit(context.WithoutCancel(ctx), reg, hooks.ToolApprovalResolved, c)
 	}
 	// The turn goes on before the card shows the outcome: it waits for the
 	// decision, not for the homeserver.
@@ -538,7 +319,7 @@ func outcomeText(a approval.Approval) string {
 
 // summarizeArgs shows a call's arguments on one line, shortened.
 func summarizeArgs(raw json.RawMessage) string {
-	s := canonicalJSON(raw)
+	s := approval.CanonicalArguments(raw)
 	s = strings.NewReplacer("`", "'", "\n", " ").Replace(s)
 	if utf8.RuneCountInString(s) > cardArgsLimit {
 		r := []rune(s)
@@ -642,70 +423,4 @@ func (b *Bot) answer(ctx context.Context, w *world, user id.UserID, at time.Time
 	}
 	_, ok := b.resolveApproval(ctx, w, a, status, user, reason)
 	return ok
-}
-
-// cancelLeftoverApprovals cancels, visibly, the pending approvals a
-// replayed turn stored in an earlier run but no longer asked for.
-func (t *turn) cancelLeftoverApprovals(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx)
-	list, err := t.b.approvals.ForTurn(ctx, t.ev.ID)
-	if err != nil {
-		t.log.Warn().Err(err).Msg("failed to look up the turn's approvals")
-		return
-	}
-	for _, a := range list {
-		if a.Status == approval.Pending && a.Agent == t.agent && !slices.Contains(t.usedApprovals, a.ID) {
-			t.b.resolveApproval(ctx, t.w, a, approval.Cancelled, "", "the answer no longer needed this call")
-		}
-	}
-}
-
-// turnClock is a turn's deadline that stops while the turn waits for a
-// person (approvals): it calls expire once the turn has been running,
-// pauses aside, for its duration.
-type turnClock struct {
-	mu      sync.Mutex
-	timer   *time.Timer
-	left    time.Duration
-	started time.Time
-	paused  int
-	stopped bool
-	expire  func()
-}
-
-func startTurnClock(d time.Duration, expire func()) *turnClock {
-	c := &turnClock{left: d, started: time.Now(), expire: expire}
-	c.timer = time.AfterFunc(d, expire)
-	return c
-}
-
-// pause stops the clock until the returned function is called (pauses
-// nest).
-func (c *turnClock) pause() (resume func()) {
-	c.mu.Lock()
-	if c.paused == 0 && !c.stopped && c.timer.Stop() {
-		c.left -= time.Since(c.started)
-	}
-	c.paused++
-	c.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			c.paused--
-			if c.paused == 0 && !c.stopped {
-				c.started = time.Now()
-				c.timer = time.AfterFunc(max(c.left, 0), c.expire)
-			}
-		})
-	}
-}
-
-// stop ends the clock for good.
-func (c *turnClock) stop() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stopped = true
-	c.timer.Stop()
 }

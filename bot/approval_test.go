@@ -3,58 +3,11 @@ package bot
 import (
 	"encoding/json"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/hookroom/hookroom/approval"
 )
-
-// The turn's deadline does not run while the turn waits for an approval.
-func TestTurnClockPauses(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var expired atomic.Bool
-		c := startTurnClock(10*time.Minute, func() { expired.Store(true) })
-		defer c.stop()
-		time.Sleep(4 * time.Minute)
-		resume := c.pause()
-		time.Sleep(time.Hour) // waiting for a person
-		synctest.Wait()
-		if expired.Load() {
-			t.Fatal("expired while paused")
-		}
-		inner := c.pause() // pauses nest
-		inner()
-		resume()
-		resume() // idempotent
-		time.Sleep(6*time.Minute - time.Second)
-		synctest.Wait()
-		if expired.Load() {
-			t.Fatal("expired before 10 minutes of running time")
-		}
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		if !expired.Load() {
-			t.Fatal("not expired after 10 minutes of running time")
-		}
-	})
-}
-
-func TestTurnClockStop(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var expired atomic.Bool
-		c := startTurnClock(time.Minute, func() { expired.Store(true) })
-		resume := c.pause()
-		c.stop()
-		resume() // does not restart a stopped clock
-		time.Sleep(time.Hour)
-		synctest.Wait()
-		if expired.Load() {
-			t.Fatal("a stopped clock expired")
-		}
-	})
-}
 
 func TestApprovalCardTexts(t *testing.T) {
 	long := `{"text":"` + strings.Repeat("x", 400) + "`" + `"}`
@@ -93,10 +46,6 @@ func TestApprovalCardTexts(t *testing.T) {
 		}
 		if got := outcomeText(a); !strings.HasPrefix(got, c.text) {
 			t.Errorf("%s: outcome %q, want it to start with %q", c.status, got, c.text)
-		}
-		ok, reason, err := verdict(a)
-		if err != nil || ok != c.approved || !strings.Contains(reason, c.model) {
-			t.Errorf("%s: verdict %v %q %v", c.status, ok, reason, err)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/testkit"
+	"github.com/hookroom/hookroom/internal/turn"
 )
 
 // newAttachEnv is a room with a person and one agent, "seer", on a scripted
@@ -77,7 +78,7 @@ func (e *turnEnv) visionNotices(root, reply id.EventID) int {
 		for _, ev := range rels.Chunk {
 			seen = seen || ev.ID == reply
 			_ = ev.Content.ParseRaw(ev.Type)
-			if m := ev.Content.AsMessage(); m != nil && m.MsgType == event.MsgNotice && strings.Contains(m.Body, visionNotice) {
+			if m := ev.Content.AsMessage(); m != nil && m.MsgType == event.MsgNotice && strings.Contains(m.Body, turn.VisionNotice) {
 				n++
 			}
 		}
@@ -195,7 +196,7 @@ func TestImageForModelWithoutVision(t *testing.T) {
 	e.waitTerminal(1)
 	req := e.llm.LastRequest(t)
 	if req.LastUserParts() != nil || !strings.Contains(req.LastUser(), `[Image "pixels.png" (image/png, `) ||
-		!strings.Contains(req.LastUser(), visionMarker) || strings.Contains(string(req.Raw), "image_url") {
+		!strings.Contains(req.LastUser(), turn.VisionMarker) || strings.Contains(string(req.Raw), "image_url") {
 		t.Fatalf("request to a model without vision: %s", req.Raw)
 	}
 	e.mu.Lock()
@@ -211,7 +212,7 @@ func TestImageForModelWithoutVision(t *testing.T) {
 		t.Fatalf("terminal events %v", got)
 	}
 	req = e.llm.LastRequest(t)
-	if !strings.Contains(req.LastUser(), `[Image "again.png"`) || !strings.Contains(req.LastUser(), visionMarker) {
+	if !strings.Contains(req.LastUser(), `[Image "again.png"`) || !strings.Contains(req.LastUser(), turn.VisionMarker) {
 		t.Errorf("second request's last user message = %q", req.LastUser())
 	}
 	e.mu.Lock()

@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/console"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/turn"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/mcp"
 	"github.com/hookroom/hookroom/plugins"
@@ -87,8 +87,9 @@ type Bot struct {
 	traces        *trace.Store // turn traces (the console's inspector)
 	traceW        *traceWriter // saves them; nil until Run starts it
 	approvalWaits approvalWaiters
-	turns         turnQueues
-	turnsByEvent  turnIndex
+	turns         turn.Queues
+	turnsByEvent  turn.Index
+	deps          *turn.Deps // what every turn shares (newTurnDeps)
 	syncs         syncLoops
 	typing        sync.WaitGroup // typing requests still running (see typingNotice)
 	reloadMu      sync.Mutex
@@ -129,6 +130,17 @@ type world struct {
 	mcpTools mcpToolState
 }
 
+// withoutAccounts returns a copy of w without accounts and rooms, for
+// startAccounts and provisionRooms to fill before it is published.
+func (w *world) withoutAccounts() *world {
+	return &world{
+		cfg: w.cfg, models: w.models, specs: w.specs, plugins: w.plugins, reg: w.reg, tools: w.tools, mcp: w.mcp,
+		mcpTools: mcpToolState{version: w.mcpTools.version},
+		agents:   map[hooks.AgentName]*matrixio.Account{}, accounts: map[id.UserID]entity{},
+		rooms: map[string]id.RoomID{}, joined: map[hooks.AgentName][]id.RoomID{},
+	}
+}
+
 // w returns the world in service.
 func (b *Bot) w() *world { return b.state.Load() }
 
@@ -142,13 +154,18 @@ type entity struct {
 // New prepares a bot for cfg: it opens the database and builds the hook
 // registry, but does not talk to the homeserver yet (Run does).
 func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
-	opts.PlaceholderDelay = cmp.Or(opts.PlaceholderDelay, placeholderDelay)
-	opts.EditInterval = cmp.Or(opts.EditInterval, editInterval)
 	b := &Bot{opts: opts, log: *zerolog.Ctx(ctx), ready: map[id.UserID]bool{}}
-	b.state.Store(&world{
-		cfg: cfg, agents: map[hooks.AgentName]*matrixio.Account{}, accounts: map[id.UserID]entity{},
-		rooms: map[string]id.RoomID{}, joined: map[hooks.AgentName][]id.RoomID{},
-	})
+	// The first world is built here and published once, complete, at the
+	// end (Run publishes it again with the accounts and rooms); nothing
+	// writes to a published world.
+	w := &world{cfg: cfg}
+	// closeWith releases what New acquired so far, w's plugins and MCP
+	// servers included.
+	closeWith := func(err error) error {
+		b.state.Store(w)
+		b.Close()
+		return err
+	}
 	b.services = &hostServices{b: b}
 	if cfg.Matrix.ServerName == "" {
 		return nil, cfg.Errorf("matrix.server_name", "is required (the server part of user ids, e.g. example.org for @alice:example.org)")
@@ -160,66 +177,63 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	b.db = db
 	store := matrixio.NewStore(db.Database)
 	if err := store.Upgrade(ctx); err != nil {
-		return nil, b.closeWith(fmt.Errorf("failed to upgrade matrix store: %w", err))
+		return nil, closeWith(fmt.Errorf("failed to upgrade matrix store: %w", err))
 	}
 	b.track = tracking.New(db.Database)
 	if err := b.track.Upgrade(ctx); err != nil {
-		return nil, b.closeWith(fmt.Errorf("failed to upgrade tracking store: %w", err))
+		return nil, closeWith(fmt.Errorf("failed to upgrade tracking store: %w", err))
 	}
 	if err := b.loadInvitedRooms(ctx); err != nil {
-		return nil, b.closeWith(err)
+		return nil, closeWith(err)
 	}
 	b.history = agents.NewHistory(db.Database)
 	if err := b.history.Upgrade(ctx); err != nil {
-		return nil, b.closeWith(fmt.Errorf("failed to upgrade history store: %w", err))
+		return nil, closeWith(fmt.Errorf("failed to upgrade history store: %w", err))
 	}
 	b.usage = tokens.New(db.Database)
 	if err := b.usage.Upgrade(ctx); err != nil {
-		return nil, b.closeWith(err)
+		return nil, closeWith(err)
 	}
 	b.sched = schedule.NewStore(db.Database)
 	if err := b.sched.Upgrade(ctx); err != nil {
-		return nil, b.closeWith(err)
+		return nil, closeWith(err)
 	}
 	b.schedRunner = schedule.NewRunner(b.sched, b.fireSchedule)
 	b.schedRunner.Grace = b.scheduleGrace
 	b.approvals = approval.New(db.Database)
 	if err := b.approvals.Upgrade(ctx); err != nil {
-		return nil, b.closeWith(err)
+		return nil, closeWith(err)
 	}
 	b.traces = trace.New(db.Database)
 	if err := b.traces.Upgrade(ctx); err != nil {
-		return nil, b.closeWith(err)
+		return nil, closeWith(err)
 	}
-	if b.w().models, b.w().specs, err = buildModels(cfg); err != nil {
-		return nil, b.closeWith(err)
+	if w.models, w.specs, err = buildModels(cfg); err != nil {
+		return nil, closeWith(err)
 	}
 	b.ops.metrics = b.newMetrics()
 	mc := matrixConfig(cfg)
 	mc.Retry.Observer = retryObserver{b.ops.metrics}
 	mx, err := matrixio.NewManager(mc, store)
 	if err != nil {
-		return nil, b.closeWith(fmt.Errorf("failed to set up matrix accounts: %w", err))
+		return nil, closeWith(fmt.Errorf("failed to set up matrix accounts: %w", err))
 	}
 	b.mx = mx
-	reg, err := b.buildRegistry(ctx)
+	reg, err := b.buildRegistry(ctx, w)
 	if err != nil {
-		return nil, b.closeWith(err)
+		return nil, closeWith(err)
 	}
-	b.w().reg = reg
-	if b.w().mcp, err = b.loadMCP(ctx, cfg, nil, false); err != nil {
-		return nil, b.closeWith(err)
+	w.reg = reg
+	if w.mcp, err = b.loadMCP(ctx, cfg, nil, false); err != nil {
+		return nil, closeWith(err)
 	}
-	if err := applyTools(ctx, b.w()); err != nil {
-		return nil, b.closeWith(err)
+	if err := applyTools(ctx, w); err != nil {
+		return nil, closeWith(err)
 	}
+	b.state.Store(w)
+	b.deps = b.newTurnDeps()
 	b.dispatch = newDispatcher(b)
 	return b, nil
-}
-
-func (b *Bot) closeWith(err error) error {
-	b.Close()
-	return err
 }
 
 // Close releases what New acquired (plugin processes, the database) for a
@@ -253,8 +267,9 @@ func matrixConfig(cfg *config.Config) matrixio.Config {
 	}
 }
 
-// buildRegistry builds the hook registry for the current configuration.
-func (b *Bot) buildRegistry(ctx context.Context) (*hooks.Registry, error) {
+// buildRegistry builds the hook registry for w, the first world, and
+// loads its plugins into it.
+func (b *Bot) buildRegistry(ctx context.Context, w *world) (*hooks.Registry, error) {
 	if b.opts.Registry != nil {
 		reg, err := b.opts.Registry(b.services.bind())
 		if err != nil {
@@ -262,11 +277,11 @@ func (b *Bot) buildRegistry(ctx context.Context) (*hooks.Registry, error) {
 		}
 		return reg, nil
 	}
-	set, reg, err := b.loadPlugins(ctx, b.w().cfg, nil, false)
+	set, reg, err := b.loadPlugins(ctx, w.cfg, nil, false)
 	if err != nil {
 		return nil, err
 	}
-	b.w().plugins = set
+	w.plugins = set
 	return reg, nil
 }
 
@@ -285,7 +300,10 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	defer b.stopHTTP()
-	w := b.w()
+	// The accounts and rooms go into a copy of the world New published,
+	// published once they are complete (the HTTP listener reads the world
+	// meanwhile).
+	w := b.w().withoutAccounts()
 	start := time.Now()
 	if err := b.startAccounts(ctx, w, &world{}); err != nil {
 		return err
@@ -294,6 +312,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.provisionRooms(ctx, w); err != nil {
 		return err
 	}
+	b.state.Store(w)
 	b.emitLifecycle(ctx, hooks.AgentStarted, "")
 
 	// Turn traces are saved from before the first turn (a replayed one)
@@ -334,7 +353,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	defer b.reloadMu.Unlock()
 	b.syncs.wait()
 	b.dispatch.stop()
-	b.turns.wait()
+	b.turns.Wait()
 	b.typing.Wait() // the last "stopped typing" requests of the turns
 
 	// Orderly shutdown: the accounts can still send while agent:stopped runs.
@@ -480,7 +499,7 @@ func (b *Bot) emitLifecycleFor(ctx context.Context, w *world, ev hooks.Event[hoo
 		c.Rooms = w.cfg.Agents[string(e.name)].Rooms
 	}
 	c.CorrelationID = fmt.Sprintf("%s:%s", ev.Name(), e.name)
-	emit(ctx, reg, ev, c)
+	turn.Emit(ctx, reg, ev, c)
 }
 
 // entities lists the managed accounts, router first, then agents by name.

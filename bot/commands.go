@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"maunium.net/go/mautrix/event"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/runes"
 	"github.com/hookroom/hookroom/matrixio"
 )
 
@@ -56,9 +58,9 @@ func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hoo
 		var s strings.Builder
 		for _, name := range b.agentsOf(w, ev.RoomID) {
 			a := w.cfg.Agents[string(name)]
-			fmt.Fprintf(&s, "- **%s** (%s): %s\n", cmpOr(a.DisplayName, string(name)), w.agents[name].UserID(), cmpOr(a.Role, "no role set"))
+			fmt.Fprintf(&s, "- **%s** (%s): %s\n", cmp.Or(a.DisplayName, string(name)), w.agents[name].UserID(), cmp.Or(a.Role, "no role set"))
 		}
-		reply = cmpOr(s.String(), "No agents in this room.")
+		reply = cmp.Or(s.String(), "No agents in this room.")
 	case "reload-plugins":
 		if !admin {
 			reply = "Only hookroom's administrators (authorization.global_users) may reload plugins."
@@ -91,7 +93,7 @@ func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hoo
 		for _, h := range b.w().reg.Hooks() {
 			fmt.Fprintf(&s, "- `%s` %s/%s (priority %d, %s)\n", h.Event, h.Plugin, h.Hook, h.Priority, h.Timeout)
 		}
-		reply = cmpOr(s.String(), "No hooks are registered.")
+		reply = cmp.Or(s.String(), "No hooks are registered.")
 	default:
 		reply = fmt.Sprintf("Unknown command `!%s`. Try `!help`.", cmd.name)
 	}
@@ -132,7 +134,7 @@ func reloadFailureSummary(err error) string {
 		}
 		line := strings.Join(strings.Fields(e.Error()), " ")
 		line = absPath.ReplaceAllString(line, "$1")
-		b.WriteString(truncate(line, summaryProblemSize) + "\n")
+		b.WriteString(runes.Truncate(line, summaryProblemSize) + "\n")
 	}
 	b.WriteString("```")
 	if n := len(errs) - summaryProblems; n > 0 {

@@ -32,44 +32,47 @@
 //     the turn, message:received is emitted (hooks.Emit), then route picks
 //     the agent (askRouter may ask the router's model) and handoff posts the
 //     router's note.
-//  5. The turn starts. Bot.startTurn builds it (newTurn, which also starts its
-//     trace recorder, newTraceRecorder), files it in the stop index
-//     (turnIndex.queue) and queues it per thread (turnQueues.run, drain:
-//     handoff 2). handleMessage reports the event as async, so the dispatcher
-//     does not mark it handled: the turn does.
-//  6. Preparing. turn.run defers turn.finish, then on a replay settles what
-//     the killed run posted (recoverDelivery), and runs claim
-//     (message:claim), overBudget, prepareAttachments, enrich
+//  5. The turn starts. Bot.startTurn builds it: newTurn takes a turn.Spec
+//     from the world (agent, account, model, tools, budgets, approval rules,
+//     a trace recorder from newTraceRecorder) and calls turn.New with the
+//     shared turn.Deps (newTurnDeps); it files the turn in the stop index
+//     (turn.Index.Queue) and queues it per thread (turn.Queues.Run: handoff
+//     2). handleMessage reports the event as async, so the dispatcher does
+//     not mark it handled: the turn does.
+//  6. Preparing (package internal/turn). Turn.Run defers finish, then on a
+//     replay settles what the killed run posted (recoverDelivery), and runs
+//     claim (message:claim), overBudget, prepareAttachments, enrich
 //     (message:enrich, system:enrich, enrich.Build) and prompt (agents'
-//     History.Compact with compaction:*, History.Load, world.systemPrompt).
-//  7. Streaming. turn.startTyping starts the typing notice and turn.stream
-//     runs beside the model: after 400 ms it sends a placeholder through
-//     sendNew (the intent recorded in tracking, then matrixio's
-//     Account.SendText) and edits it about once a second (Account.Edit).
-//  8. The model and the tool. agents.Run (runner.run) streams through
-//     countedModel and agents.Complete; turn.onText receives the text. For
-//     the tool call, runner.call asks turn.needsApproval, runs runner.gate
-//     (tool:before_call) and, if needed, turn.approve, which posts a card and
-//     waits for the answer that answerReply or answerCardReaction brings
+//     History.Compact with compaction:*, History.Load, systemPrompt).
+//  7. Streaming. startTyping starts the typing notice and stream runs
+//     beside the model: after 400 ms it sends a placeholder through sendNew
+//     (the intent recorded in tracking, then matrixio's Account.SendText)
+//     and edits it about once a second (Account.Edit).
+//  8. The model and the tool. agents.Run (runner.run) streams through the
+//     turn's countedModel and agents.Complete; Turn.onText receives the
+//     text. For the tool call, runner.call asks needsApproval, runs
+//     runner.gate (tool:before_call) and, if needed, approve, which posts a
+//     card through the bot's approvalDesk (turn.Approvals) and waits for the
+//     answer that answerReply or answerCardReaction brings
 //     (approvalWaiters). runner.invoke (a goroutine per call) runs
 //     pluginTool.Call, then plugins' Set.CallTool and process's
 //     Plugin.CallTool over JSON-RPC; then tool:after_call. The tool loop
-//     reports each call to the trace (turn.onToolCall).
-//  9. Delivery. turn.deliver emits message:before_response or
-//     message:final_response_transform, turn.post edits the placeholder or
+//     reports each call to the trace (onToolCall).
+//  9. Delivery. deliver emits message:before_response or
+//     message:final_response_transform, post edits the placeholder or
 //     sends new parts, and agents' History.AppendTurn stores the turn; its
-//     transaction callback turn.handled records the usage and marks the
-//     message handled in the same transaction. session:started fires if the
-//     session is new; endAnswered says how the turn ended.
+//     transaction callback handled records the usage and marks the message
+//     handled in the same transaction. session:started fires if the session
+//     is new; endAnswered says how the turn ended.
 //  10. The end, deferred in this order: endTyping; cancelLeftoverApprovals
-//     (replays only); sweepIntents; then turn.finish, which marks the message
-//     handled if the store did not, hands the trace to the traceWriter (saved
-//     in the background; trace.go) and fires message:after_response (or
-//     message:cancelled). Last, the stop-index entry goes and the turn's
-//     contexts are cancelled.
+//     (replays only); sweepIntents; then finish, which marks the message
+//     handled if the store did not, hands the trace to Deps.SaveTrace (the
+//     bot's traceWriter saves it in the background; trace.go) and fires
+//     message:after_response (or message:cancelled). Last, the stop-index
+//     entry goes and the turn's contexts are cancelled.
 //
-// A turn starts in one place (Bot.startTurn, turn.run) and ends in one
-// (turn.finish). The operator console (console.go) reads what these steps
+// A turn starts in one place (Bot.startTurn, Turn.Run) and ends in one
+// (finish, in package internal/turn). The operator console (console.go) reads what these steps
 // leave behind: the traces, the hook statistics, usage, schedules and
 // pending approvals; its Approve and Deny answer a card as a person would.
 package bot

@@ -13,6 +13,7 @@ import (
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/turn"
 	"github.com/hookroom/hookroom/matrixio"
 )
 
@@ -148,7 +149,7 @@ func (b *Bot) handleMessage(ctx context.Context, w *world, ev *event.Event, repl
 	reg := w.reg
 	if reg.Has(hooks.MessageReceived.Name()) {
 		c := &hooks.MessageReceivedContext{Envelope: env}
-		emit(ctx, reg, hooks.MessageReceived, c)
+		turn.Emit(ctx, reg, hooks.MessageReceived, c)
 		if c.Suppress {
 			log.Info().Msg("message suppressed by a message:received hook")
 			return false
@@ -208,12 +209,12 @@ func (b *Bot) envelope(w *world, ev *event.Event, msg *event.MessageEventContent
 	if msg.RelatesTo != nil && msg.RelatesTo.Type == event.RelReplace {
 		kind = hooks.SourceEdit
 	}
-	body, atts := attachmentsOf(msg)
+	body, atts := matrixio.AttachmentsOf(msg)
 	b.services.attachments.add(ev.RoomID, ev.ID, atts)
 	return hooks.Envelope{
 		SourceEventID: ev.ID, RoomID: ev.RoomID, ThreadID: thread, ResolvedThreadID: resolved,
 		SessionID: string(agents.NewScopeKey(ev.RoomID, resolved)), RequesterID: ev.Sender, SenderID: ev.Sender,
-		Body: body, AttachmentIDs: attachmentIDs(atts), SourceKind: kind,
+		Body: body, AttachmentIDs: matrixio.AttachmentIDs(atts), SourceKind: kind,
 	}
 }
 
@@ -237,8 +238,8 @@ func (b *Bot) handleReaction(ctx context.Context, w *world, ev *event.Event) {
 		zerolog.Ctx(ctx).Info().Msg("tool call approval answered by a reaction")
 		return
 	}
-	if rel.Key == stopKey {
-		if _, ok := b.turnsByEvent.stop(rel.EventID, errStopped, true); ok {
+	if rel.Key == turn.StopKey {
+		if _, ok := b.turnsByEvent.Stop(rel.EventID, turn.ErrStopped, true); ok {
 			zerolog.Ctx(ctx).Info().Msg("turn stopped by a reaction")
 			return
 		}
@@ -253,7 +254,7 @@ func (b *Bot) handleReaction(ctx context.Context, w *world, ev *event.Event) {
 	if m := b.services.lookup(rel.EventID); m != nil {
 		c.Agent, c.ThreadID = m.agent, m.thread
 	}
-	emit(ctx, reg, hooks.ReactionReceived, c)
+	turn.Emit(ctx, reg, hooks.ReactionReceived, c)
 }
 
 // trackMembers records, for joined rooms hookroom sees for the first time
@@ -320,10 +321,10 @@ func (b *Bot) handleMember(ctx context.Context, w *world, ev *event.Event) {
 			return
 		}
 		zerolog.Ctx(ctx).Info().Stringer("user", user).Msg("new member joined")
-		emit(ctx, reg, hooks.RoomMemberJoined, c)
+		turn.Emit(ctx, reg, hooks.RoomMemberJoined, c)
 	case m.Membership == event.MembershipLeave && prev.Membership == event.MembershipJoin && ev.Sender == user:
 		c.DisplayName, c.AvatarURL = prev.Displayname, string(prev.AvatarURL)
-		emit(ctx, reg, hooks.RoomMemberLeft, c)
+		turn.Emit(ctx, reg, hooks.RoomMemberLeft, c)
 	}
 	if (m.Membership == event.MembershipLeave || m.Membership == event.MembershipBan) && prev.Membership == event.MembershipJoin {
 		b.leaveIfAlone(ctx, ev.RoomID)
@@ -420,7 +421,7 @@ func (b *Bot) handleHookMessage(ctx context.Context, w *world, ev *event.Event, 
 		if plugin, event, ok := strings.Cut(o.source, ":"); ok && event == hooks.MessageReceived.Name() {
 			c.SkipPlugins = []string{plugin}
 		}
-		emit(ctx, reg, hooks.MessageReceived, c)
+		turn.Emit(ctx, reg, hooks.MessageReceived, c)
 		if c.Suppress {
 			return false
 		}

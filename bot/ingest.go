@@ -11,6 +11,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/turn"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/tracking"
 )
@@ -249,7 +250,7 @@ func (d *dispatcher) handle(ev *event.Event) {
 	defer d.done(ev.RoomID)
 	ctx := d.ctx
 	log := zerolog.Ctx(ctx).With().Stringer("event_id", ev.ID).Stringer("room_id", ev.RoomID).Logger()
-	ctx = hooks.WithCorrelationID(withArrival(log.WithContext(ctx), d.arrival(ev.ID)), string(ev.ID))
+	ctx = hooks.WithCorrelationID(turn.WithArrival(log.WithContext(ctx), d.arrival(ev.ID)), string(ev.ID))
 	async := false
 	func() {
 		defer func() {

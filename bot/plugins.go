@@ -38,7 +38,11 @@ func (b *Bot) loadPlugins(ctx context.Context, cfg *config.Config, prev *plugins
 // registryOptions are the host services; the engine settings and the
 // allowlists come from the plugin set's configuration.
 func (b *Bot) registryOptions() hooks.Options {
-	return hooks.Options{Services: b.services.bind(), Previous: b.w().reg, Observer: traceObserver{}}
+	var prev *hooks.Registry // none while New builds the first
+	if w := b.w(); w != nil {
+		prev = w.reg
+	}
+	return hooks.Options{Services: b.services.bind(), Previous: prev, Observer: traceObserver{}}
 }
 
 // pluginTool adapts a plugin's tool to the agents' tool interface.

@@ -2,7 +2,9 @@ package bot
 
 import (
 	"context"
+
 	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/internal/turn"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
@@ -43,7 +45,7 @@ func (b *Bot) handleRedaction(ctx context.Context, ev *event.Event) bool {
 		return false
 	}
 	b.dispatch.redactionHandled(target)
-	scope, ok := b.turnsByEvent.stop(target, errRedacted, false)
+	scope, ok := b.turnsByEvent.Stop(target, turn.ErrRedacted, false)
 	if ok {
 		log.Info().Msg("stopping the turn of a redacted message")
 	} else {
@@ -51,7 +53,7 @@ func (b *Bot) handleRedaction(ctx context.Context, ev *event.Event) bool {
 		// have answered it long ago is found by its event id.
 		scope = agents.ScopeKey("redaction/" + string(target)) // a queue of its own, not a conversation
 	}
-	b.turns.run(ctx, scope, func(ctx context.Context) { b.forgetTurn(log.WithContext(ctx), ev, target) })
+	b.turns.Run(ctx, scope, func(ctx context.Context) { b.forgetTurn(log.WithContext(ctx), ev, target) })
 	return true
 }
 

@@ -243,7 +243,7 @@ func TestRedactedBeforeTheTurn(t *testing.T) {
 		q2 := e.say("second: "+secret, q1)
 		e.rec.waitFor(t, fmt.Sprintf("msg:%s:%s", e.room, q2), 1, 30*time.Second)
 		e.redact(q2)
-		e.waitUntil("the queued turn is stopped", func() bool { return e.bot.bot.turnsByEvent.stoppedWhileQueued(q2) })
+		e.waitUntil("the queued turn is stopped", func() bool { return e.bot.bot.turnsByEvent.StoppedWhileQueued(q2) })
 		close(release)
 		want := []string{"after:answer one", "cancelled:redacted"}
 		if got := e.waitTerminal(2); !slices.Equal(got, want) {
@@ -323,13 +323,4 @@ func TestRedactedAfterTheAnswer(t *testing.T) {
 	if last := e.llm.LastRequest(t); strings.Contains(string(last.Raw), "bank PIN") || strings.Contains(string(last.Raw), "remember that") {
 		t.Errorf("the follow-up's prompt holds the forgotten turn:\n%s", last.Raw)
 	}
-}
-
-// stoppedWhileQueued reports whether source's turn waits in its thread's
-// queue, stopped already.
-func (x *turnIndex) stoppedWhileQueued(source id.EventID) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	it, ok := x.turns[source]
-	return ok && it.cancel == nil && it.cause != nil
 }

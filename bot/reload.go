@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/turn"
 	"github.com/hookroom/hookroom/matrixio"
 )
 
@@ -246,5 +247,5 @@ func (b *Bot) emitReloaded(ctx context.Context, rep ReloadReport) {
 		AddedAgents: names(rep.Config.AgentsAdded), ChangedAgents: names(rep.Config.AgentsChanged),
 		RemovedAgents: names(rep.Config.AgentsRemoved), PluginChanges: slices.Clone(rep.Plugins),
 	}
-	emit(context.WithoutCancel(ctx), reg, hooks.ConfigReloaded, c)
+	turn.Emit(context.WithoutCancel(ctx), reg, hooks.ConfigReloaded, c)
 }

@@ -1,12 +1,12 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/event"
@@ -15,6 +15,7 @@ import (
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/runes"
 	"github.com/hookroom/hookroom/matrixio"
 )
 
@@ -135,7 +136,7 @@ func (b *Bot) route(ctx context.Context, w *world, ev *event.Event, msg *event.M
 	}
 	text := msg.Body
 	if env.SourceKind == hooks.SourceMedia {
-		caption, atts := attachmentsOf(msg)
+		caption, atts := matrixio.AttachmentsOf(msg)
 		text = routerText(caption, atts)
 	}
 	if name, ok := b.askRouter(ctx, w, text, candidates); ok {
@@ -152,7 +153,7 @@ func (b *Bot) preRoute(ctx context.Context, env hooks.Envelope, candidates []hoo
 		return routeDecision{env.MentionedAgents[0], "mention"}, true
 	}
 	if env.ThreadID != "" {
-		if s, err := b.history.Session(ctx, b.scopeKey(env)); err == nil && s != nil && slices.Contains(candidates, s.Agent) {
+		if s, err := b.history.Session(ctx, agents.NewScopeKey(env.RoomID, env.ResolvedThreadID)); err == nil && s != nil && slices.Contains(candidates, s.Agent) {
 			return routeDecision{s.Agent, "thread"}, true
 		}
 	}
@@ -171,7 +172,7 @@ func (b *Bot) askRouter(ctx context.Context, w *world, body string, candidates [
 	var list strings.Builder
 	for _, name := range candidates {
 		a := w.cfg.Agents[string(name)]
-		fmt.Fprintf(&list, "- %s: %s\n", name, strings.TrimSpace(cmpOr(a.Role, a.DisplayName, string(name))))
+		fmt.Fprintf(&list, "- %s: %s\n", name, strings.TrimSpace(cmp.Or(a.Role, a.DisplayName, string(name))))
 	}
 	req := &agents.Request{Messages: []agents.Message{
 		{Role: agents.RoleSystem, Content: "You route a chat message to the agent best suited to answer it. " +
@@ -189,7 +190,7 @@ func (b *Bot) askRouter(ctx context.Context, w *world, body string, candidates [
 	if !ok {
 		// The answer may echo the person's message: its text only at debug.
 		zerolog.Ctx(ctx).Warn().Int("answer_bytes", len(c.Text)).Msg("router model named no agent; using the fallback agent")
-		zerolog.Ctx(ctx).Debug().Str("answer", truncate(c.Text, 80)).Msg("the router model's answer")
+		zerolog.Ctx(ctx).Debug().Str("answer", runes.Truncate(c.Text, 80)).Msg("the router model's answer")
 	}
 	return best, ok
 }
@@ -216,7 +217,7 @@ func (b *Bot) handoff(ctx context.Context, w *world, ev *event.Event, env hooks.
 	}
 	acct := w.agents[agent]
 	a := w.cfg.Agents[string(agent)]
-	text := fmt.Sprintf("Handing this to [%s](https://matrix.to/#/%s).", cmpOr(a.DisplayName, string(agent)), acct.UserID())
+	text := fmt.Sprintf("Handing this to [%s](https://matrix.to/#/%s).", cmp.Or(a.DisplayName, string(agent)), acct.UserID())
 	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "handoff"), Notice: true, Mentions: []id.UserID{acct.UserID()}}
 	if env.ResolvedThreadID != "" {
 		opts.ThreadRoot = env.ResolvedThreadID
@@ -224,25 +225,4 @@ func (b *Bot) handoff(ctx context.Context, w *world, ev *event.Event, env hooks.
 	if _, err := b.router.SendText(ctx, ev.RoomID, text, opts); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to post the router's handoff")
 	}
-}
-
-func cmpOr(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// truncate shortens s to at most n bytes, cut on a rune boundary, and
-// marks the cut with "…".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -243,34 +242,6 @@ func TestParseCommand(t *testing.T) {
 		if ok != tt.ok || got.name != tt.want.name || !slices.Equal(got.args, tt.want.args) {
 			t.Errorf("parseCommand(%q) = %+v, %v; want %+v, %v", tt.body, got, ok, tt.want, tt.ok)
 		}
-	}
-}
-
-// TestUserError: what a person reads when a turn's model call fails — it
-// says what went wrong in their terms and never the provider's raw text.
-func TestUserError(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want string
-	}{
-		{"timeout", &agents.ModelError{Kind: agents.ErrorTimeout}, "the model took too long."},
-		{"rate limited", &agents.ModelError{StatusCode: 429, Retryable: true}, "the model is busy (rate limited); try again in a moment."},
-		{"bad key", &agents.ModelError{StatusCode: 401, Message: "invalid key sk-secret"}, "the model rejected hookroom's credentials."},
-		{"forbidden", &agents.ModelError{StatusCode: 403}, "the model rejected hookroom's credentials."},
-		{"overloaded", &agents.ModelError{StatusCode: 503, Retryable: true}, "the model is unavailable right now; try again in a moment."},
-		{"bad request", &agents.ModelError{StatusCode: 400, Message: "context too long"}, "the model returned an error."},
-		{"wrapped", fmt.Errorf("failed to run turn: %w", &agents.ModelError{StatusCode: 429}), "the model is busy (rate limited); try again in a moment."},
-		{"too many tools", fmt.Errorf("failed: %w", agents.ErrToolIterations), "it needed too many tool calls."},
-		{"the turn's deadline", errTurnTimeout, "it took longer than 10m0s."},
-		{"anything else", errors.New("connection reset by peer"), "the model call failed."},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := userError(tt.err); got != tt.want {
-				t.Errorf("userError = %q, want %q", got, tt.want)
-			}
-		})
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/runes"
+	"github.com/hookroom/hookroom/internal/turn"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/schedule"
 )
@@ -81,7 +83,7 @@ func (b *Bot) fireSchedule(ctx context.Context, f schedule.Firing) (id.EventID, 
 			Agent: t.Agent, DueAt: f.Due.UTC().Format("2006-01-02T15:04:05.000Z07:00"), MessageText: text,
 		}
 		c.CorrelationID = fmt.Sprintf("schedule:%s:%d", t.ID, f.Due.UnixMilli())
-		emit(ctx, reg, hooks.ScheduleFired, c)
+		turn.Emit(ctx, reg, hooks.ScheduleFired, c)
 		if c.Suppress {
 			log.Info().Msg("scheduled message suppressed by a schedule:fired hook")
 			return "", nil
@@ -138,7 +140,7 @@ func (b *Bot) parseSchedule(ctx context.Context, w *world, req string, now time.
 	}
 	spec, _, perr := schedule.Parse(when+" x", now, zone)
 	if perr != nil {
-		zerolog.Ctx(ctx).Info().Str("when", truncate(when, 80)).Err(perr).Msg("the router model's schedule is not a form hookroom reads")
+		zerolog.Ctx(ctx).Info().Str("when", runes.Truncate(when, 80)).Err(perr).Msg("the router model's schedule is not a form hookroom reads")
 		return schedule.Spec{}, "", err
 	}
 	return spec, text, nil
@@ -185,7 +187,7 @@ func (b *Bot) askScheduleModel(ctx context.Context, w *world, req string, now ti
 	text := strings.TrimSpace(c.Text)
 	text = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(text, "```json"), "```"), "```")
 	if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &out); err != nil || strings.TrimSpace(out.When) == "" || strings.TrimSpace(out.Message) == "" {
-		zerolog.Ctx(ctx).Info().Str("answer", truncate(c.Text, 120)).Msg("router model made no schedule of the request")
+		zerolog.Ctx(ctx).Info().Str("answer", runes.Truncate(c.Text, 120)).Msg("router model made no schedule of the request")
 		return "", "", false
 	}
 	return strings.TrimSpace(out.When), strings.TrimSpace(out.Message), true
@@ -258,7 +260,7 @@ func (b *Bot) schedulesCommand(ctx context.Context, w *world, room id.RoomID) st
 		if t.Agent != "" {
 			fmt.Fprintf(&s, " (via %s)", w.displayName(t.Agent))
 		}
-		fmt.Fprintf(&s, ": %s\n", truncate(strings.Join(strings.Fields(t.Message), " "), 120))
+		fmt.Fprintf(&s, ": %s\n", runes.Truncate(strings.Join(strings.Fields(t.Message), " "), 120))
 	}
 	return s.String()
 }

@@ -2,15 +2,14 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
-	"maunium.net/go/mautrix/id"
+	"maunium.net/go/mautrix/event"
 
 	"github.com/hookroom/hookroom/hooks"
-	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/internal/turn"
 	"github.com/hookroom/hookroom/trace"
 )
 
@@ -29,23 +28,24 @@ func (b *Bot) withPreTurnTrace(ctx context.Context, w *world) context.Context {
 	if b.traces == nil || !w.cfg.Traces.IsEnabled() {
 		return ctx
 	}
-	return hooks.WithRunDetail(trace.WithRecorder(ctx, trace.NewRecorder(trace.Trace{}, arrivalFrom(ctx))))
+	return hooks.WithRunDetail(trace.WithRecorder(ctx, trace.NewRecorder(trace.Trace{}, turn.ArrivalFrom(ctx))))
 }
 
-// newTraceRecorder starts the trace of t, with what was recorded for its
-// message before (withPreTurnTrace); nil when traces are off.
-func (b *Bot) newTraceRecorder(ctx context.Context, t *turn) *trace.Recorder {
-	if b.traces == nil || !t.w.cfg.Traces.IsEnabled() {
+// newTraceRecorder starts the trace of agent's turn for ev, with what was
+// recorded for its message before (withPreTurnTrace); nil when traces are
+// off.
+func (b *Bot) newTraceRecorder(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, replayed bool) *trace.Recorder {
+	if b.traces == nil || !w.cfg.Traces.IsEnabled() {
 		return nil
 	}
 	tr := trace.Trace{
-		EventID: t.ev.ID, Agent: t.agent, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID,
-		Sender: t.env.RequesterID, CorrelationID: string(t.ev.ID), Replayed: t.replayed,
+		EventID: ev.ID, Agent: agent, RoomID: env.RoomID, ThreadID: env.ResolvedThreadID,
+		Sender: env.RequesterID, CorrelationID: string(ev.ID), Replayed: replayed,
 	}
 	if pre := trace.From(ctx); pre != nil {
 		return pre.Fork(tr)
 	}
-	return trace.NewRecorder(tr, arrivalFrom(ctx))
+	return trace.NewRecorder(tr, turn.ArrivalFrom(ctx))
 }
 
 // traceObserver adds every hook run of a traced turn to its trace.
@@ -82,63 +82,6 @@ func hookEffect(run hooks.HookRun) string {
 	default:
 		return trace.EffectFailed
 	}
-}
-
-// onToolCall records a finished (or declined) tool call of the turn.
-func (t *turn) onToolCall(e hooks.ToolTraceEntry) {
-	c := trace.ToolCall{Name: e.Tool, Result: e.Result, Duration: e.Duration, Declined: e.Blocked}
-	c.At = t.trace.Since() - e.Duration
-	if len(e.Args) > 0 {
-		c.Arguments = string(e.Args)
-		var v any
-		if json.Unmarshal(e.Args, &v) == nil {
-			if b, err := json.MarshalIndent(v, "", "  "); err == nil {
-				c.Arguments = string(b)
-			}
-		}
-	}
-	if e.Blocked {
-		c.Reason = e.Error
-	} else {
-		c.Error = e.Error
-	}
-	c.Arguments, c.Result, c.Reason, c.Error = t.w.cfg.MaskSecrets(c.Arguments), t.w.cfg.MaskSecrets(c.Result),
-		t.w.cfg.MaskSecrets(c.Reason), t.w.cfg.MaskSecrets(c.Error)
-	t.trace.Tool(c)
-}
-
-// tracedAccount records what a turn sends to its room in the turn's trace.
-type tracedAccount struct {
-	replyAccount
-	rec *trace.Recorder
-}
-
-func (a tracedAccount) SendText(ctx context.Context, room id.RoomID, text string, opts matrixio.SendOptions) (id.EventID, error) {
-	evID, err := a.replyAccount.SendText(ctx, room, text, opts)
-	if err == nil {
-		kind := trace.DeliveryMessage
-		if text == placeholderText {
-			kind = trace.DeliveryPlaceholder
-		}
-		a.rec.Delivered(kind, evID)
-	}
-	return evID, err
-}
-
-func (a tracedAccount) Edit(ctx context.Context, room id.RoomID, target id.EventID, text string, opts matrixio.SendOptions) (id.EventID, error) {
-	evID, err := a.replyAccount.Edit(ctx, room, target, text, opts)
-	if err == nil {
-		a.rec.Delivered(trace.DeliveryEdit, evID)
-	}
-	return evID, err
-}
-
-func (a tracedAccount) Redact(ctx context.Context, room id.RoomID, target id.EventID, reason string) (id.EventID, error) {
-	evID, err := a.replyAccount.Redact(ctx, room, target, reason)
-	if err == nil {
-		a.rec.Delivered(trace.DeliveryRedact, evID)
-	}
-	return evID, err
 }
 
 // traceWriter saves finished traces in the background, so that a slow

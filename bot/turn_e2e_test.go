@@ -22,6 +22,7 @@ import (
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/pgtest"
 	"github.com/hookroom/hookroom/internal/testkit"
+	"github.com/hookroom/hookroom/internal/turn"
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
@@ -440,7 +441,7 @@ func TestTerminalEvents(t *testing.T) {
 		e.llm.Script(llmtest.Reply{Text: llmtest.Split(strings.Repeat("word ", 200), 200), ChunkDelay: 50 * time.Millisecond})
 		q := e.say("write a long essay", "")
 		reply := e.waitForAgentMessage(q)
-		if _, err := e.person.Client.SendReaction(context.Background(), e.room, reply, stopKey); err != nil {
+		if _, err := e.person.Client.SendReaction(context.Background(), e.room, reply, turn.StopKey); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.waitTerminal(1); !slices.Equal(got, []string{"cancelled:cancelled_by_user"}) {

@@ -21,6 +21,7 @@ import (
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/turn"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/tracking"
 )
@@ -86,7 +87,7 @@ func abbrev(s string) string {
 	return fmt.Sprintf("%q… (%d bytes)", s[:16], len(s))
 }
 
-var _ replyAccount = (*fakeAccount)(nil)
+var _ turn.Account = (*fakeAccount)(nil)
 
 func newFakeAccount(user id.UserID) *fakeAccount {
 	return &fakeAccount{user: user, start: time.Now(), sent: map[string][]id.EventID{}}
@@ -313,7 +314,7 @@ defaults: {streaming: %v}
 		if c.during != nil {
 			go c.during(b, shutdown)
 		}
-		tr.run(runCtx)
+		tr.Run(runCtx)
 		b.typing.Wait()
 		synctest.Wait()
 
@@ -440,7 +441,7 @@ func TestTurnDelivery(t *testing.T) {
 			model:     pacedModel{pieces: words, gap: 500 * time.Millisecond},
 			during: func(b *Bot, _ context.CancelFunc) {
 				time.Sleep(1700 * time.Millisecond)
-				b.turnsByEvent.stop(turnSource, errStopped, false)
+				b.turnsByEvent.Stop(turnSource, turn.ErrStopped, false)
 			},
 			transcript: []string{
 				`0s typing true`,

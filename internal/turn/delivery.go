@@ -1,4 +1,4 @@
-package bot
+package turn
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func (t *turn) sendNew(ctx context.Context, part int, text string, opts matrixio
 		t.log.Warn().Err(err).Msg("failed to read the sync position; a replay will look for this message from the start")
 	}
 	in := tracking.Intent{Room: t.env.RoomID, Part: part, TxnKey: opts.TxnKey, Run: t.runKey, Sender: t.acct.UserID(), Since: since}
-	if err := t.b.track.IntendReply(context.WithoutCancel(ctx), t.ev.ID, in); err != nil {
+	if err := t.deps.Ledger.IntendReply(context.WithoutCancel(ctx), t.ev.ID, in); err != nil {
 		t.log.Warn().Err(err).Msg("failed to record the intent to send; a crash during this send may leave it doubled")
 	}
 	evID, err := t.acct.SendText(ctx, t.env.RoomID, text, opts)
@@ -81,7 +81,7 @@ func (t *turn) sendNew(ctx context.Context, part int, text string, opts matrixio
 // recordReply remembers a message of the turn's answer, so a replay edits
 // it and a redaction of the message removes it.
 func (t *turn) recordReply(ctx context.Context, r tracking.Reply) {
-	if err := t.b.track.RecordReply(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, r); err != nil {
+	if err := t.deps.Ledger.RecordReply(context.WithoutCancel(ctx), t.env.RoomID, t.ev.ID, r); err != nil {
 		t.log.Warn().Err(err).Msg("failed to record the reply")
 		t.mu.Lock()
 		t.unrecorded = true // sweepIntents must not take it for a duplicate
@@ -96,11 +96,11 @@ func (t *turn) recordReply(ctx context.Context, r tracking.Reply) {
 // until the turn is over (sweepIntents), so a run killed before that
 // leaves them to the next.
 func (t *turn) recoverDelivery(ctx context.Context) {
-	intents, err := t.b.track.Intents(ctx, t.ev.ID)
+	intents, err := t.deps.Ledger.Intents(ctx, t.ev.ID)
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to look up the messages an earlier run was sending")
 	}
-	prev, err := t.b.track.Replies(ctx, t.ev.ID)
+	prev, err := t.deps.Ledger.Replies(ctx, t.ev.ID)
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to look up an earlier reply")
 		return
@@ -132,7 +132,7 @@ func (t *turn) recoverDelivery(ctx context.Context) {
 	reply := t.reply
 	t.mu.Unlock()
 	if reply != "" {
-		t.b.turnsByEvent.alias(reply, t.ev.ID)
+		t.deps.Index.Alias(reply, t.ev.ID)
 	}
 }
 
@@ -168,12 +168,12 @@ func (t *turn) adopt(ctx context.Context, intents []tracking.Intent, prev *[]tra
 // accountOf returns the account that sent as user (the sender of an
 // intent): the turn's own, or another managed account of the turn's
 // world; nil when none.
-func (t *turn) accountOf(user id.UserID) replyAccount {
+func (t *turn) accountOf(user id.UserID) Account {
 	if user == t.acct.UserID() {
 		return t.acct
 	}
-	if e, ok := t.w.accounts[user]; ok && e.account != nil {
-		return e.account
+	if t.spec.Accounts != nil {
+		return t.spec.Accounts(user)
 	}
 	return nil
 }
@@ -208,12 +208,12 @@ func (t *turn) sweepIntents(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
-	intents, err := t.b.track.Intents(ctx, t.ev.ID)
+	intents, err := t.deps.Ledger.Intents(ctx, t.ev.ID)
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to look up the messages the turn was sending")
 		return
 	}
-	replies, err := t.b.track.Replies(ctx, t.ev.ID)
+	replies, err := t.deps.Ledger.Replies(ctx, t.ev.ID)
 	if err != nil {
 		t.log.Warn().Err(err).Msg("failed to look up the turn's replies")
 		unrecorded = true
@@ -247,7 +247,7 @@ func (t *turn) sweepIntents(ctx context.Context) {
 	}
 	// The turn is over: nothing looks for these messages again.
 	for _, in := range intents {
-		if err := t.b.track.ForgetIntent(ctx, t.ev.ID, in); err != nil {
+		if err := t.deps.Ledger.ForgetIntent(ctx, t.ev.ID, in); err != nil {
 			t.log.Warn().Err(err).Int("part", in.Part).Msg("failed to forget a delivery intent")
 		}
 	}
