@@ -73,7 +73,7 @@ func TestRunApproval(t *testing.T) {
 					return false, "alice said no", nil
 				}
 			}
-			res, err := agents.Run(hooktest.Context(t), req)
+			res, err := agents.Run(turnCtx(hooktest.Context(t)), req)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -118,7 +118,7 @@ func TestRunApprovalCancelled(t *testing.T) {
 		<-ctx.Done()
 		return false, "", ctx.Err()
 	}
-	if _, err := agents.Run(ctx, req); err == nil || !strings.Contains(err.Error(), "waited for approval") {
+	if _, err := agents.Run(turnCtx(ctx), req); err == nil || !strings.Contains(err.Error(), "waited for approval") {
 		t.Fatalf("Run = %v, want an error while waiting for approval", err)
 	}
 	if clock.calls.Load() != 0 {

@@ -50,7 +50,7 @@ func BenchmarkRun(b *testing.B) {
 				m := &scriptedModel{steps: tc.steps}
 				req := baseRun(m, ts, tc.reg)
 				req.OnText = func(string) {}
-				if _, err := agents.Run(ctx, req); err != nil {
+				if _, err := agents.Run(turnCtx(ctx), req); err != nil {
 					b.Fatal(err)
 				}
 			}

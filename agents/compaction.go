@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
-	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
 )
@@ -56,12 +55,10 @@ type CompactRequest struct {
 	// SummaryMaxTokens bounds the summary (0: the server's default).
 	SummaryMaxTokens int
 
-	// For the compaction hooks.
-	Hooks         *hooks.Registry
-	CorrelationID string
-	Agent         hooks.AgentName
-	RoomID        id.RoomID
-	ThreadID      id.EventID
+	// Hooks is the registry compaction:before and compaction:after are
+	// emitted on; the agent, room and thread of their contexts come from
+	// ctx (hooks.WithWhere), as does the correlation id.
+	Hooks *hooks.Registry
 }
 
 // CompactResult says what Compact did.
@@ -129,11 +126,11 @@ func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResu
 		return nil, fmt.Errorf("failed to compact history of %s: %w", req.Scope, err)
 	}
 	dropped, kept := msgs[:cut], msgs[cut:]
+	where := hooks.WhereFrom(ctx)
 	hc := &hooks.CompactionContext{
-		Agent: req.Agent, SessionID: string(req.Scope), HistoryID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
+		Agent: where.Agent, SessionID: string(req.Scope), HistoryID: sess.ID, RoomID: where.RoomID, ThreadID: where.ThreadID,
 		Messages: chatMessages(dropped), TokensBefore: res.TokensBefore,
 	}
-	hc.CorrelationID = req.CorrelationID
 	if err := hooks.Emit(ctx, req.Hooks, hooks.CompactionBefore, hc); err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("failed to compact history of %s: %w", req.Scope, err)
 	}
@@ -161,10 +158,9 @@ func (h *History) Compact(ctx context.Context, req CompactRequest) (*CompactResu
 	res.Dropped, res.Kept = len(dropped), len(kept)
 
 	hc = &hooks.CompactionContext{
-		Agent: req.Agent, SessionID: string(req.Scope), HistoryID: sess.ID, RoomID: req.RoomID, ThreadID: req.ThreadID,
+		Agent: where.Agent, SessionID: string(req.Scope), HistoryID: sess.ID, RoomID: where.RoomID, ThreadID: where.ThreadID,
 		Messages: chatMessages(dropped), TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter, Summary: res.Summary,
 	}
-	hc.CorrelationID = req.CorrelationID
 	if err := hooks.Emit(ctx, req.Hooks, hooks.CompactionAfter, hc); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("scope", string(req.Scope)).Msg("failed to run compaction:after hooks")
 	}

@@ -80,8 +80,15 @@ func (c *compactionHooks) registry(t *testing.T, srv *llmtest.Server, during fun
 func compactReq(reg *hooks.Registry, budget, keep int, summarizer agents.Model) agents.CompactRequest {
 	return agents.CompactRequest{
 		Scope: "scope", Budget: budget, Keep: keep, Summarizer: summarizer,
-		Hooks: reg, CorrelationID: "corr-c", Agent: hooktest.Agent, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
+		Hooks: reg,
 	}
+}
+
+// compactCtx is ctx carrying the correlation id and the Where of
+// compactReq's compaction, as the turn sets them.
+func compactCtx(ctx context.Context) context.Context {
+	return hooks.WithWhere(hooks.WithCorrelationID(ctx, "corr-c"),
+		hooks.Where{Agent: hooktest.Agent, RoomID: hooktest.Room, ThreadID: hooktest.EventID})
 }
 
 func TestCompactWithSummary(t *testing.T) {
@@ -97,7 +104,7 @@ func TestCompactWithSummary(t *testing.T) {
 		total := agents.EstimateTokens(all...)
 		keep := agents.EstimateTokens(kept...)
 
-		res, err := h.Compact(ctx, compactReq(reg, total-1, keep, testModel(t, srv)))
+		res, err := h.Compact(compactCtx(ctx), compactReq(reg, total-1, keep, testModel(t, srv)))
 		if err != nil {
 			t.Fatalf("Compact: %v", err)
 		}
@@ -159,7 +166,7 @@ func TestCompactWithSummary(t *testing.T) {
 
 		// A second compaction folds the earlier summary into the new one.
 		srv.Script(llmtest.Text("Summary of everything."))
-		res, err = h.Compact(ctx, compactReq(nil, agents.EstimateTokens(compacted...)-1, agents.EstimateTokens(turns[3]...), testModel(t, srv)))
+		res, err = h.Compact(compactCtx(ctx), compactReq(nil, agents.EstimateTokens(compacted...)-1, agents.EstimateTokens(turns[3]...), testModel(t, srv)))
 		if err != nil || !res.Compacted || res.Dropped != 1+len(turns[2]) {
 			t.Fatalf("second Compact = %+v, %v", res, err)
 		}
@@ -236,7 +243,7 @@ func TestCompactTruncates(t *testing.T) {
 				if tc.keep == 0 {
 					budget = lastTwo * 2
 				}
-				res, err := h.Compact(ctx, compactReq(ch.registry(t, nil, nil), budget, tc.keep, nil))
+				res, err := h.Compact(compactCtx(ctx), compactReq(ch.registry(t, nil, nil), budget, tc.keep, nil))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -316,7 +323,7 @@ func TestCompactNothingToDo(t *testing.T) {
 					t.Fatal(err)
 				}
 				var ch compactionHooks
-				res, err := h.Compact(ctx, compactReq(ch.registry(t, nil, nil), tc.budget, 0, nil))
+				res, err := h.Compact(compactCtx(ctx), compactReq(ch.registry(t, nil, nil), tc.budget, 0, nil))
 				if err != nil || res.Compacted || res.TokensBefore != agents.EstimateTokens(tc.msgs...) {
 					t.Fatalf("Compact = %+v, %v", res, err)
 				}
@@ -371,7 +378,7 @@ func TestCompactFailures(t *testing.T) {
 					during = tc.during(t, h)
 				}
 				before, _ := h.Load(ctx, "scope")
-				_, err := h.Compact(ctx, compactReq(ch.registry(t, srv, during), budget, 0, testModel(t, srv)))
+				_, err := h.Compact(compactCtx(ctx), compactReq(ch.registry(t, srv, during), budget, 0, testModel(t, srv)))
 				if err == nil || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
 					t.Fatalf("Compact error = %v, want %v", err, tc.wantErr)
 				}
@@ -405,7 +412,7 @@ func TestCompactKeepsMessagesAppendedMeanwhile(t *testing.T) {
 				t.Errorf("Append during compaction: %v", err)
 			}
 		})
-		res, err := h.Compact(ctx, compactReq(reg, agents.EstimateTokens(all...)-1, agents.EstimateTokens(turns[3]...), testModel(t, srv)))
+		res, err := h.Compact(compactCtx(ctx), compactReq(reg, agents.EstimateTokens(all...)-1, agents.EstimateTokens(turns[3]...), testModel(t, srv)))
 		if err != nil || !res.Compacted {
 			t.Fatalf("Compact = %+v, %v", res, err)
 		}

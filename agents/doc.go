@@ -33,9 +33,9 @@
 //		prompt = append(prompt, agents.Message{Role: agents.RoleUser, Content: turn.Transient})
 //	}
 //	prompt = append(prompt, agents.Message{Role: agents.RoleUser, Content: turn.Prompt})
+//	ctx = hooks.WithWhere(hooks.WithCorrelationID(ctx, string(eventID)), hooks.Where{Agent: agent, RoomID: room, …})
 //	res, err := agents.Run(ctx, agents.RunRequest{Model: model, Messages: prompt, Tools: tools,
-//		Hooks: registry, Agent: agent, RoomID: room, ThreadID: thread, …, OnText: stream.Append,
-//		NeedsApproval: needsApproval, Approve: approve})
+//		Hooks: registry, OnText: stream.Append, NeedsApproval: needsApproval, Approve: approve})
 //	stored := append([]agents.Message{{Role: agents.RoleUser, Content: turn.Prompt}}, res.Messages...)
 //	newSession, err := history.AppendTurn(ctx, scope, agent, answered, markHandled, stored...)
 //	if newSession { /* emit session:started with history.Session(ctx, scope) */ }

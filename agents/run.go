@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
 )
@@ -41,15 +40,11 @@ type RunRequest struct {
 	Temperature *float32
 
 	// Hooks is the registry snapshot tool:before_call and tool:after_call
-	// are emitted on (nil: no hooks). Load it once per turn.
+	// are emitted on (nil: no hooks). Load it once per turn. Where the turn
+	// happens (agent, room, thread, requester, session: hooks.WithWhere)
+	// and its correlation id (hooks.WithCorrelationID) come from Run's
+	// context.
 	Hooks *hooks.Registry
-	// CorrelationID is set on the hook contexts of this turn.
-	CorrelationID string
-	Agent         hooks.AgentName
-	RoomID        id.RoomID
-	ThreadID      id.EventID
-	RequesterID   id.UserID
-	SessionID     string
 
 	// OnText receives the reply's text as it streams, on Run's goroutine;
 	// between the texts of two model calls it receives StepSeparator. The
@@ -232,9 +227,10 @@ func (r *runner) run(ctx context.Context) error {
 // gets to see. Only the end of ctx is an error.
 func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 	log := zerolog.Ctx(ctx)
+	where := hooks.WhereFrom(ctx)
 	hc := hooks.ToolCall{
-		Tool: tc.Name, Agent: r.req.Agent, RoomID: r.req.RoomID, ThreadID: r.req.ThreadID,
-		RequesterID: r.req.RequesterID, SessionID: r.req.SessionID,
+		Tool: tc.Name, Agent: where.Agent, RoomID: where.RoomID, ThreadID: where.ThreadID,
+		RequesterID: where.RequesterID, SessionID: where.SessionID,
 	}
 	entry := hooks.ToolTraceEntry{Tool: tc.Name}
 	var content string
@@ -295,7 +291,6 @@ func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 	}
 	if r.req.Hooks.Has(hooks.ToolAfterCall.Name()) {
 		ac := &hooks.ToolAfterCallContext{ToolCall: hc, Result: entry.Result, Error: entry.Error, Blocked: entry.Blocked, Duration: entry.Duration}
-		ac.CorrelationID = r.req.CorrelationID
 		if err := hooks.Emit(ctx, r.req.Hooks, hooks.ToolAfterCall, ac); err != nil {
 			log.Warn().Err(err).Str("tool", tc.Name).Msg("failed to run tool:after_call hooks")
 		}
@@ -325,7 +320,6 @@ func (r *runner) gate(ctx context.Context, hc hooks.ToolCall, needs bool, needsR
 		return gateResult{needsApproval: needs, approvalReason: needsReason}, nil
 	}
 	bc := &hooks.ToolBeforeCallContext{ToolCall: hc, ApprovalRequired: needs, ApprovalReason: needsReason}
-	bc.CorrelationID = r.req.CorrelationID
 	if err := hooks.Emit(ctx, r.req.Hooks, hooks.ToolBeforeCall, bc); err != nil {
 		if ctx.Err() != nil {
 			return gateResult{}, fmt.Errorf("failed to finish the turn during tool %s: %w", hc.Tool, context.Cause(ctx))
@@ -358,7 +352,7 @@ type toolOutcome struct {
 func (r *runner) invoke(ctx context.Context, tool Tool, hc hooks.ToolCall) (string, error) {
 	tctx, cancel := context.WithTimeout(ctx, r.toolTimeout)
 	defer cancel()
-	tctx = context.WithValue(tctx, toolCtxKey{}, &toolCtx{call: hc, reg: r.req.Hooks, correlationID: r.req.CorrelationID})
+	tctx = context.WithValue(tctx, toolCtxKey{}, &toolCtx{call: hc, reg: r.req.Hooks})
 	done := make(chan toolOutcome, 1)
 	go func() {
 		var o toolOutcome
@@ -412,9 +406,8 @@ func availableTools(ts *Toolset) string {
 type toolCtxKey struct{}
 
 type toolCtx struct {
-	call          hooks.ToolCall
-	reg           *hooks.Registry
-	correlationID string
+	call hooks.ToolCall
+	reg  *hooks.Registry
 }
 
 // ToolCallFrom returns the call a tool runs for (tool, arguments, agent,
@@ -431,11 +424,10 @@ func ToolCallFrom(ctx context.Context) (hooks.ToolCall, bool) {
 // belongs to (the one its hook runs carry), when ctx is a tool call's
 // context.
 func ToolCorrelationID(ctx context.Context) (string, bool) {
-	tc, ok := ctx.Value(toolCtxKey{}).(*toolCtx)
-	if !ok {
+	if _, ok := ctx.Value(toolCtxKey{}).(*toolCtx); !ok {
 		return "", false
 	}
-	return tc.correlationID, true
+	return hooks.CorrelationID(ctx), true
 }
 
 // EmitEvent lets a tool emit the custom event name with payload (marshalled
@@ -459,6 +451,5 @@ func EmitEvent(ctx context.Context, name string, payload any) error {
 	c := &hooks.CustomEventContext{
 		Payload: raw, Agent: tc.call.Agent, RoomID: tc.call.RoomID, ThreadID: tc.call.ThreadID, SenderID: tc.call.RequesterID,
 	}
-	c.CorrelationID = tc.correlationID
 	return hooks.Emit(ctx, tc.reg, ev, c)
 }

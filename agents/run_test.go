@@ -79,10 +79,17 @@ func baseRun(m agents.Model, ts *agents.Toolset, reg *hooks.Registry) agents.Run
 			{Role: agents.RoleSystem, Content: "You are helpful."},
 			{Role: agents.RoleUser, Content: "What time is it?"},
 		},
-		Tools: ts, Hooks: reg, CorrelationID: "corr-1",
+		Tools: ts, Hooks: reg,
+	}
+}
+
+// turnCtx is ctx carrying the correlation id and the Where of baseRun's
+// turn, as the bot sets them.
+func turnCtx(ctx context.Context) context.Context {
+	return hooks.WithWhere(hooks.WithCorrelationID(ctx, "corr-1"), hooks.Where{
 		Agent: hooktest.Agent, RoomID: hooktest.Room, ThreadID: hooktest.EventID,
 		RequesterID: hooktest.Sender, SessionID: "session-1",
-	}
+	})
 }
 
 func wantCall(t *testing.T, got hooks.ToolCall, tool, args string) {
@@ -137,7 +144,7 @@ func TestRunToolGate(t *testing.T) {
 			var streamed strings.Builder
 			req := baseRun(testModel(t, srv), ts, reg)
 			req.OnText = func(d string) { streamed.WriteString(d) }
-			res, err := agents.Run(hooktest.Context(t), req)
+			res, err := agents.Run(turnCtx(hooktest.Context(t)), req)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -246,7 +253,7 @@ func TestRunToolResults(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.Calls(tc.call), llmtest.Text("done"))
 			req := baseRun(testModel(t, srv), ts, reg)
 			req.ToolTimeout = 100 * time.Millisecond
-			res, err := agents.Run(hooktest.Context(t), req)
+			res, err := agents.Run(turnCtx(hooktest.Context(t)), req)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -274,7 +281,7 @@ func TestRunIterationBound(t *testing.T) {
 	srv := llmtest.NewServerWith(t, []llmtest.Option{llmtest.WithFallback(llmtest.Calls(llmtest.ToolCall("c", "clock", `{}`)))})
 	req := baseRun(testModel(t, srv), ts, nil)
 	req.MaxToolIterations = 3
-	res, err := agents.Run(t.Context(), req)
+	res, err := agents.Run(turnCtx(t.Context()), req)
 	if !errors.Is(err, agents.ErrToolIterations) {
 		t.Fatalf("error = %v, want ErrToolIterations", err)
 	}
@@ -287,7 +294,7 @@ func TestRunIterationBound(t *testing.T) {
 
 	t.Run("default bound", func(t *testing.T) {
 		srv := llmtest.NewServerWith(t, []llmtest.Option{llmtest.WithFallback(llmtest.Calls(llmtest.ToolCall("c", "clock", `{}`)))})
-		_, err := agents.Run(t.Context(), baseRun(testModel(t, srv), ts, nil))
+		_, err := agents.Run(turnCtx(t.Context()), baseRun(testModel(t, srv), ts, nil))
 		if !errors.Is(err, agents.ErrToolIterations) || srv.Count() != agents.DefaultMaxToolIterations+1 {
 			t.Fatalf("error = %v after %d model calls", err, srv.Count())
 		}
@@ -310,7 +317,7 @@ func TestRunMessagesAndStreaming(t *testing.T) {
 	req.OnText = func(d string) { deltas = append(deltas, d) }
 	req.OnToolCall = func(e hooks.ToolTraceEntry) { traced = append(traced, e.Tool+":"+e.Result) }
 	orig := append([]agents.Message(nil), req.Messages...)
-	res, err := agents.Run(t.Context(), req)
+	res, err := agents.Run(turnCtx(t.Context()), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +356,7 @@ func TestRunMessagesAndStreaming(t *testing.T) {
 func TestRunModelErrorKeepsPartialResult(t *testing.T) {
 	_, ts := clockTools(t)
 	srv := llmtest.NewServer(t, llmtest.Calls(llmtest.ToolCall("a", "clock", `{}`)), llmtest.HTTPError(503, "overloaded"))
-	res, err := agents.Run(t.Context(), baseRun(testModel(t, srv), ts, nil))
+	res, err := agents.Run(turnCtx(t.Context()), baseRun(testModel(t, srv), ts, nil))
 	var me *agents.ModelError
 	if !errors.As(err, &me) || me.StatusCode != 503 || !me.Retryable {
 		t.Fatalf("error = %v", err)
@@ -368,7 +375,7 @@ func TestRunCancelledDuringTool(t *testing.T) {
 	}}
 	ts, _ := agents.NewToolset(slow)
 	srv := llmtest.NewServer(t, llmtest.Calls(llmtest.ToolCall("a", "slow", `{}`)))
-	_, err := agents.Run(ctx, baseRun(testModel(t, srv), ts, nil))
+	_, err := agents.Run(turnCtx(ctx), baseRun(testModel(t, srv), ts, nil))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error = %v, want context.Canceled", err)
 	}
@@ -385,7 +392,7 @@ func TestRunGateFailClosed(t *testing.T) {
 	)})
 	clock, ts := clockTools(t)
 	srv := llmtest.NewServer(t, llmtest.Calls(llmtest.ToolCall("a", "clock", `{}`)), llmtest.Text("ok"))
-	res, err := agents.Run(hooktest.Context(t), baseRun(testModel(t, srv), ts, reg))
+	res, err := agents.Run(turnCtx(hooktest.Context(t)), baseRun(testModel(t, srv), ts, reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +418,7 @@ func TestEmitEventFromTool(t *testing.T) {
 	}}
 	ts, _ := agents.NewToolset(adder)
 	srv := llmtest.NewServer(t, llmtest.Calls(llmtest.ToolCall("a", "add_todo", `{}`)), llmtest.Text("ok"))
-	if _, err := agents.Run(hooktest.Context(t), baseRun(testModel(t, srv), ts, reg)); err != nil {
+	if _, err := agents.Run(turnCtx(hooktest.Context(t)), baseRun(testModel(t, srv), ts, reg)); err != nil {
 		t.Fatal(err)
 	}
 	cs := got.all()

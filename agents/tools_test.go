@@ -83,7 +83,7 @@ func TestRoomInfoTool(t *testing.T) {
 		{{Kind: agents.EventToolCalls, ToolCalls: []agents.ToolCall{{ID: "r", Name: agents.ToolRoomInfo, Arguments: "{}"}}}, {Kind: agents.EventFinish, FinishReason: agents.FinishToolCalls}},
 		{{Kind: agents.EventText, Text: "done"}, {Kind: agents.EventFinish, FinishReason: agents.FinishStop}},
 	}}
-	res, err := agents.Run(t.Context(), baseRun(m, ts, nil))
+	res, err := agents.Run(turnCtx(t.Context()), baseRun(m, ts, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

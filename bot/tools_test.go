@@ -234,12 +234,14 @@ func TestPluginToolGetsTheTurnsContext(t *testing.T) {
 	toolBoxCalls.Lock()
 	toolBoxCalls.calls = nil
 	toolBoxCalls.Unlock()
-	res, err := agents.Run(t.Context(), agents.RunRequest{
-		Model:    model,
-		Messages: []agents.Message{{Role: agents.RoleUser, Content: "search"}},
-		Tools:    ts, CorrelationID: "corr-7",
+	ctx := hooks.WithWhere(hooks.WithCorrelationID(t.Context(), "corr-7"), hooks.Where{
 		Agent: "a", RoomID: "!room:localhost", ThreadID: "$thread:localhost",
 		RequesterID: "@alice:localhost", SessionID: "session-7",
+	})
+	res, err := agents.Run(ctx, agents.RunRequest{
+		Model:    model,
+		Messages: []agents.Message{{Role: agents.RoleUser, Content: "search"}},
+		Tools:    ts,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,10 @@
 package hooks
 
-import "context"
+import (
+	"context"
+
+	"maunium.net/go/mautrix/id"
+)
 
 type correlationKey struct{}
 
@@ -19,4 +23,30 @@ func WithCorrelationID(ctx context.Context, id string) context.Context {
 func CorrelationID(ctx context.Context) string {
 	id, _ := ctx.Value(correlationKey{}).(string)
 	return id
+}
+
+// Where is the conversation an emission is about: the agent answering, the
+// room, the thread, the person it answers and the session (room and
+// thread). The host puts it in the context once per turn (WithWhere); the
+// agents' tool loop and the history's compaction read it from there for the
+// hook contexts they build, instead of having it copied into every request.
+type Where struct {
+	Agent       AgentName
+	RoomID      id.RoomID
+	ThreadID    id.EventID
+	RequesterID id.UserID
+	SessionID   string
+}
+
+type whereKey struct{}
+
+// WithWhere returns ctx carrying w.
+func WithWhere(ctx context.Context, w Where) context.Context {
+	return context.WithValue(ctx, whereKey{}, w)
+}
+
+// WhereFrom returns the Where ctx carries (the zero Where for none).
+func WhereFrom(ctx context.Context) Where {
+	w, _ := ctx.Value(whereKey{}).(Where)
+	return w
 }

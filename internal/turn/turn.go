@@ -296,7 +296,10 @@ func (t *turn) finish(ctx, parent context.Context) {
 func (t *turn) Run(parent context.Context) {
 	// The turn's deadline does not count the time it waits for a person's
 	// approval of a tool call.
-	parent = hooks.WithCorrelationID(parent, string(t.ev.ID))
+	parent = hooks.WithWhere(hooks.WithCorrelationID(parent, string(t.ev.ID)), hooks.Where{
+		Agent: t.agent, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID,
+		RequesterID: t.env.RequesterID, SessionID: string(t.scope),
+	})
 	if t.trace != nil {
 		parent = hooks.WithRunDetail(trace.WithRecorder(parent, t.trace))
 	}
@@ -366,8 +369,7 @@ func (t *turn) Run(parent context.Context) {
 
 	res, runErr := agents.Run(ctx, agents.RunRequest{
 		Model: t.model, Messages: msgs, Tools: t.spec.Tools,
-		Hooks: t.reg, CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID,
-		ThreadID: t.env.ResolvedThreadID, RequesterID: t.env.RequesterID, SessionID: string(t.scope),
+		Hooks: t.reg,
 		OnText: t.onText, OnToolCall: t.onToolCall, NeedsApproval: t.needsApproval, Approve: t.approve,
 	})
 	t.spent(res)
@@ -476,7 +478,6 @@ func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachme
 	}
 	if _, err := t.deps.History.Compact(ctx, agents.CompactRequest{
 		Scope: t.scope, Budget: budget, Summarizer: summarizer, Hooks: t.reg,
-		CorrelationID: string(t.ev.ID), Agent: t.agent, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID,
 	}); err != nil {
 		t.log.Warn().Err(err).Msg("failed to compact the history; truncating instead")
 		if _, err := t.deps.History.Compact(ctx, agents.CompactRequest{Scope: t.scope, Budget: budget}); err != nil {
