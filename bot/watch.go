@@ -28,25 +28,8 @@ func (b *Bot) watch(ctx context.Context) {
 		return
 	}
 	defer w.Close()
-	watched := map[string]bool{}
-	sync := func() {
-		want := b.watchDirs()
-		for _, d := range want {
-			if !watched[d] {
-				if err := w.Add(d); err != nil {
-					log.Warn().Err(err).Str("dir", d).Msg("failed to watch directory")
-					continue
-				}
-				watched[d] = true
-			}
-		}
-		for d := range watched {
-			if !slices.Contains(want, d) {
-				_ = w.Remove(d)
-				delete(watched, d)
-			}
-		}
-	}
+	dirs := watchedDirs{w: w, watched: map[string]bool{}}
+	sync := func() { dirs.sync(log, b.watchDirs()) }
 	sync()
 	cfgPath := b.w().cfg.Path
 	timer := time.NewTimer(time.Hour)
@@ -58,6 +41,7 @@ func (b *Bot) watch(ctx context.Context) {
 		case err := <-w.Errors:
 			log.Warn().Err(err).Msg("file watcher error")
 		case ev := <-w.Events:
+			dirs.gone(ev)
 			if b.relevant(ev, cfgPath) {
 				timer.Reset(reloadDebounce)
 			}
@@ -65,6 +49,42 @@ func (b *Bot) watch(ctx context.Context) {
 			b.reloadAndLog(ctx)
 			sync()
 		}
+	}
+}
+
+// watchedDirs are the directories a watcher watches.
+type watchedDirs struct {
+	w       *fsnotify.Watcher
+	watched map[string]bool
+}
+
+// sync makes the watcher watch exactly want.
+func (d *watchedDirs) sync(log *zerolog.Logger, want []string) {
+	for _, dir := range want {
+		if !d.watched[dir] {
+			if err := d.w.Add(dir); err != nil {
+				log.Warn().Err(err).Str("dir", dir).Msg("failed to watch directory")
+				continue
+			}
+			d.watched[dir] = true
+		}
+	}
+	for dir := range d.watched {
+		if !slices.Contains(want, dir) {
+			_ = d.w.Remove(dir)
+			delete(d.watched, dir)
+		}
+	}
+}
+
+// gone forgets a watched directory that ev renamed or removed (hookroom
+// plugin update renames the old version away): the kernel dropped its
+// watch, and the next sync watches the directory now at that path.
+func (d *watchedDirs) gone(ev fsnotify.Event) {
+	dir := filepath.Clean(ev.Name)
+	if d.watched[dir] && ev.Op&(fsnotify.Rename|fsnotify.Remove) != 0 {
+		_ = d.w.Remove(dir)
+		delete(d.watched, dir)
 	}
 }
 
