@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command: installs what the tests need, then runs every check CI runs.
 #
-#   ./scripts/test.sh            everything (format, vet, unit + end-to-end tests with -race)
+#   ./scripts/test.sh            everything (format, vet, the unit tier (-short), then unit +
+#                                end-to-end tests with -race)
 #
 # It is what README.md tells a newcomer to run and exactly what .ci/run calls. It works unattended
 # (CI=true, no stdin) on a fresh Debian machine and is idempotent: a second run installs nothing.
@@ -34,6 +35,11 @@ fi
 
 step "go vet"
 go vet -tags goolm ./...
+
+# The unit tier first, for fast feedback: no homeserver, npm, Chromium or PostgreSQL (while
+# Dendrite builds in the background on a fresh machine).
+step "go test -tags goolm -short (unit tests)"
+go test -tags goolm -short -count=1 ./...
 
 step "test dependencies"
 # python3-matrix-nio + python3-olm (apt), matrix-js-sdk (npm ci in matrixio/hstest/jsclient) and
