@@ -14,6 +14,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/hookroom/hookroom/internal/runes"
 )
 
 // Embedder turns texts into vectors, one per text, in order. Embed is
@@ -157,7 +159,7 @@ func (e *HTTPEmbedder) embed(ctx context.Context, texts []string) ([][]float32, 
 		if jsonErr == nil && r.Error != nil {
 			msg = ": " + r.Error.Message
 		}
-		return nil, fail("HTTP %d%s", resp.StatusCode, truncate(msg, 300))
+		return nil, fail("HTTP %d%s", resp.StatusCode, runes.Truncate(msg, 300))
 	}
 	if jsonErr != nil {
 		return nil, fail("answer is not an embeddings list: %v", jsonErr)
@@ -259,11 +261,4 @@ func cosine(a, b []float32) float64 {
 		return 0
 	}
 	return dot / (math.Sqrt(na) * math.Sqrt(nb))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return cutUTF8(s, n) + "…"
 }

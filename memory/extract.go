@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/internal/runes"
 )
 
 // Limits of an extraction answer. An answer beyond them is refused whole.
@@ -67,7 +68,7 @@ func ExtractionRequest(t ExtractionTurn) agents.Request {
 	exchange, _ := json.Marshal(struct {
 		Person    string `json:"person"`
 		Assistant string `json:"assistant"`
-	}{cutUTF8(t.UserText, maxTurnText), cutUTF8(t.Reply, maxTurnText)})
+	}{runes.Cut(t.UserText, maxTurnText), runes.Cut(t.Reply, maxTurnText)})
 	b.WriteString("\nThe exchange (JSON):\n")
 	b.Write(exchange)
 	temp := float32(0)

@@ -214,7 +214,8 @@ func queryTerms(query string) []string {
 
 // stopWords are English words too common to rank by (PostgreSQL's english
 // configuration drops the same kind); leaving them out keeps SQLite from
-// walking nearly every memory for "what is my …".
+// walking nearly every memory for "what is my …". "person" is one here:
+// extracted memories are written about "the person".
 var stopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be because been
@@ -223,7 +224,7 @@ var stopWords = func() map[string]bool {
 		my myself no nor not now of off on once only or other our ours ourselves out over own same she should so some
 		such than that the their theirs them themselves then there these they this those through to too under until
 		up very was we were what when where which while who whom why will with would you your yours yourself
-		yourselves s t d ll m re ve`) {
+		yourselves s t d ll m re ve person`) {
 		m[w] = true
 	}
 	return m

@@ -254,18 +254,6 @@ func Normalize(text string, max int) string {
 	return text
 }
 
-// cutUTF8 returns the longest prefix of s of at most n bytes that does not
-// split a character.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // idAlphabet is Crockford-like lowercase base32 without l, o, 0 and 1, so
 // ids read and type well.
 const idAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
@@ -348,7 +336,14 @@ func visible(who Who, scopes []Scope, first int) (clause string, args []any) {
 	if len(parts) == 0 {
 		return "", nil
 	}
-	return "m.agent=" + agent + " AND (" + strings.Join(parts, " OR ") + ")", args
+	// owners repeats the owners of the parts as one IN list on the index
+	// (agent, owner, …), so the database reads only these scopes' rows; the
+	// parts stay the rule.
+	owners := []string{"''"}
+	for i := 1; i < len(args); i++ {
+		owners = append(owners, fmt.Sprintf("$%d", first+i))
+	}
+	return "m.agent=" + agent + " AND m.owner IN (" + strings.Join(owners, ", ") + ") AND (" + strings.Join(parts, " OR ") + ")", args
 }
 
 // forgettable is the rule of who may forget what, as SQL (args as for

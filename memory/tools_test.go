@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/dbtest"
 )
 
@@ -29,8 +30,10 @@ func callTool(t *testing.T, s *Store, person id.UserID, room id.RoomID, tool, ar
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := agents.Run(t.Context(), agents.RunRequest{
-		Model: model, Tools: ts, Agent: helper, RoomID: room, RequesterID: person,
+	// Where the turn happens travels in the context, as the bot sets it.
+	ctx := hooks.WithWhere(t.Context(), hooks.Where{Agent: helper, RoomID: room, RequesterID: person})
+	res, err := agents.Run(ctx, agents.RunRequest{
+		Model: model, Tools: ts,
 		Messages: []agents.Message{{Role: agents.RoleUser, Content: "hi"}},
 	})
 	if err != nil {

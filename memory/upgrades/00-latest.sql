@@ -39,7 +39,7 @@ CREATE TABLE memory (
 	CONSTRAINT memory_id_unique UNIQUE (id),
 	CONSTRAINT memory_text_once UNIQUE (agent, scope, owner, text_hash)
 );
-CREATE INDEX memory_scope_idx ON memory (agent, scope, owner, seq);
+CREATE INDEX memory_scope_idx ON memory (agent, owner, scope, seq);
 CREATE INDEX memory_author_idx ON memory (agent, author);
 
 -- Full text. PostgreSQL: a GIN index on the generated tsvector column, so a
