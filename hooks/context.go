@@ -51,6 +51,13 @@ type ContextOf[T any] interface {
 // declined, a message that was claimed.
 type stopper interface{ stopped() bool }
 
+// checker is implemented by contexts whose designated fields a hook can
+// set to something the emitter cannot use (model:resolve: a model
+// config.yaml does not define). A hook whose copy fails check after it
+// returned in time has failed with check's error: it is logged and
+// counted as an error, and its changes are dropped.
+type checker interface{ check() error }
+
 // failCloser is implemented by gate contexts: a failing hook whose failure
 // policy is closed declines with reason.
 type failCloser interface{ declineUnavailable(reason string) }

@@ -1074,6 +1074,11 @@ var (
 	_ = guard[ToolApprovalRequestedContext, *ToolApprovalRequestedContext]
 	_ = guard[ToolApprovalResolvedContext, *ToolApprovalResolvedContext]
 	_ = guard[PluginInstallContext, *PluginInstallContext]
+	_ = guard[ModelResolveContext, *ModelResolveContext]
+	_ = guard[ModelRequestContext, *ModelRequestContext]
+	_ = guard[ModelResponseContext, *ModelResponseContext]
+	_ = guard[ToolResultContext, *ToolResultContext]
+	_ = guard[BudgetReachedContext, *BudgetReachedContext]
 	_ = guard[CustomEventContext, *CustomEventContext]
 
 	_ stopper    = (*ToolBeforeCallContext)(nil)
@@ -1083,4 +1088,7 @@ var (
 	_ failCloser = (*ToolApprovalRequestedContext)(nil)
 	_ stopper    = (*PluginInstallContext)(nil)
 	_ failCloser = (*PluginInstallContext)(nil)
+	_ stopper    = (*ModelRequestContext)(nil)
+	_ checker    = (*ModelResolveContext)(nil)
+	_ checker    = (*ModelRequestContext)(nil)
 )

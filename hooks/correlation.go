@@ -30,12 +30,14 @@ func CorrelationID(ctx context.Context) string {
 // thread). The host puts it in the context once per turn (WithWhere); the
 // agents' tool loop and the history's compaction read it from there for the
 // hook contexts they build, instead of having it copied into every request.
+// The model events' contexts embed it (its JSON fields are flattened into
+// theirs).
 type Where struct {
-	Agent       AgentName
-	RoomID      id.RoomID
-	ThreadID    id.EventID
-	RequesterID id.UserID
-	SessionID   string
+	Agent       AgentName  `json:"agent"`
+	RoomID      id.RoomID  `json:"room_id,omitempty"`
+	ThreadID    id.EventID `json:"thread_id,omitempty"`
+	RequesterID id.UserID  `json:"requester_id,omitempty"`
+	SessionID   string     `json:"session_id,omitempty"`
 }
 
 type whereKey struct{}

@@ -311,10 +311,12 @@ type serialRun[T any, P ContextOf[T]] struct {
 	// dispatched is when the emitter started the runner: the start of the
 	// runner's first hook.
 	dispatched instant
-	// st is current as a stopper (gates, claims), found once per run.
-	st    stopper
-	stops bool
-	w     waiter
+	// st is current as a stopper (gates, claims), found once per run;
+	// checks says whether the context type is a checker.
+	st     stopper
+	stops  bool
+	checks bool
+	w      waiter
 }
 
 // newSerialRun takes a run from the event's pool (or makes one) and sets
@@ -324,6 +326,7 @@ func newSerialRun[T any, P ContextOf[T]](ctx context.Context, em emission, hooks
 	if s == nil {
 		s = new(serialRun[T, P])
 		s.st, s.stops = any(P(&s.current)).(stopper)
+		_, s.checks = any(P(&s.current)).(checker)
 	}
 	s.em, s.hooks, s.parent, s.depth, s.stop = em, hooks, ctx, em.depth+1, ctx.Done()
 	s.off = max(inline-1, 0)
@@ -553,6 +556,11 @@ func (s *serialRun[T, P]) runHook(j int, start instant, onEmitter bool) (end ins
 	}
 	hc.release()
 	o := result(err, elapsed, h.timeout)
+	if o == OutcomeOK && s.checks {
+		if err = any(P(cp)).(checker).check(); err != nil {
+			o = OutcomeError
+		}
+	}
 	var n runNote
 	if o == OutcomeOK && s.em.reg.observer != nil {
 		n = note[T, P](&s.em, P(cp), &s.current)

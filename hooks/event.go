@@ -118,6 +118,11 @@ var (
 	ToolApprovalRequested         = builtin[ToolApprovalRequestedContext]("tool:approval_requested", Gate, 2000, scopeAgent|scopeRoom)
 	ToolApprovalResolved          = builtin[ToolApprovalResolvedContext]("tool:approval_resolved", Observer, 1000, scopeAgent|scopeRoom)
 	PluginBeforeInstall           = builtin[PluginInstallContext]("plugin:before_install", Gate, 5000, 0)
+	ModelResolve                  = builtin[ModelResolveContext]("model:resolve", Transformer, 1000, scopeAgent|scopeRoom)
+	ModelRequest                  = builtin[ModelRequestContext]("model:request", Transformer, 1000, scopeAgent|scopeRoom)
+	ModelResponse                 = builtin[ModelResponseContext]("model:response", Observer, 1000, scopeAgent|scopeRoom)
+	ToolResult                    = builtin[ToolResultContext]("tool:result", Transformer, 500, scopeAgent|scopeRoom)
+	UsageBudgetReached            = builtin[BudgetReachedContext]("usage:budget_reached", Observer, 3000, scopeAgent|scopeRoom)
 )
 
 var builtinByName = func() map[string]*eventInfo {
@@ -138,7 +143,7 @@ func BuiltinEvents() []string {
 }
 
 // ReservedNamespaces are the first segments that custom events may not use.
-var ReservedNamespaces = []string{"message", "system", "agent", "bot", "compaction", "schedule", "reaction", "room", "config", "session", "tool", "plugin"}
+var ReservedNamespaces = []string{"message", "system", "agent", "bot", "compaction", "schedule", "reaction", "room", "config", "session", "tool", "plugin", "model", "usage"}
 
 var customEventPattern = regexp.MustCompile(`^[a-z0-9_.-]+(:[a-z0-9_.-]+)+$`)
 

@@ -126,6 +126,30 @@ var (
 			func(c *PluginInstallContext) any { return c.DeclineReason },
 			func(d, s *PluginInstallContext) { d.DeclineReason = s.DeclineReason }),
 	}
+	modelResolveFields = []MutableField{
+		field("model", false,
+			func(c *ModelResolveContext) any { return c.Model },
+			func(d, s *ModelResolveContext) { d.Model = s.Model }),
+	}
+	modelRequestFields = []MutableField{
+		field("messages", false,
+			func(c *ModelRequestContext) any { return c.Messages },
+			func(d, s *ModelRequestContext) { d.Messages = s.Messages }),
+		field("tools", true,
+			func(c *ModelRequestContext) any { return c.Tools },
+			func(d, s *ModelRequestContext) { d.Tools = s.Tools }),
+		field("refused", false,
+			func(c *ModelRequestContext) any { return c.Refused },
+			func(d, s *ModelRequestContext) { d.Refused = s.Refused }),
+		field("refuse_reason", false,
+			func(c *ModelRequestContext) any { return c.RefuseReason },
+			func(d, s *ModelRequestContext) { d.RefuseReason = s.RefuseReason }),
+	}
+	toolResultFields = []MutableField{
+		field("content", false,
+			func(c *ToolResultContext) any { return c.Content },
+			func(d, s *ToolResultContext) { d.Content = s.Content }),
+	}
 	approvalRequestedFields = []MutableField{
 		field("decision", false,
 			func(c *ToolApprovalRequestedContext) any { return c.Decision },
@@ -146,6 +170,9 @@ func (*ScheduleFiredContext) mutableFields() []MutableField         { return sch
 func (*ToolBeforeCallContext) mutableFields() []MutableField        { return toolBeforeCallFields }
 func (*ToolApprovalRequestedContext) mutableFields() []MutableField { return approvalRequestedFields }
 func (*PluginInstallContext) mutableFields() []MutableField         { return pluginInstallFields }
+func (*ModelResolveContext) mutableFields() []MutableField          { return modelResolveFields }
+func (*ModelRequestContext) mutableFields() []MutableField          { return modelRequestFields }
+func (*ToolResultContext) mutableFields() []MutableField            { return toolResultFields }
 
 // nullIfEmpty shows an empty raw JSON value as null.
 func nullIfEmpty(raw json.RawMessage) json.RawMessage {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix/id"
@@ -287,5 +288,68 @@ func PluginInstall(name, version string) *hooks.PluginInstallContext {
 	return &hooks.PluginInstallContext{
 		Name: name, Version: version, Source: "/src/" + name, SourceType: hooks.PluginSourceDir,
 		Checksum: "sha256:0000", Command: []string{"python3", "plugin.py"}, Dir: "/plugins/.staging/" + name,
+	}
+}
+
+// Where returns the conversation the model events' builders are about:
+// Agent answering Sender in Room, in the thread rooted at EventID.
+func Where() hooks.Where {
+	return hooks.Where{Agent: Agent, RoomID: Room, ThreadID: EventID, RequesterID: Sender, SessionID: SessionID}
+}
+
+// ModelResolve returns a model:resolve context for a turn of an agent
+// configured with model configured, config.yaml defining models (sorted
+// here), nobody having chosen a model with !model. Set Requested and
+// Source (and Model) for a turn that has a choice.
+func ModelResolve(text, configured string, models ...string) *hooks.ModelResolveContext {
+	models = slices.Sorted(slices.Values(models))
+	return &hooks.ModelResolveContext{
+		Where: Where(), Text: text, Configured: configured, Source: hooks.ModelFromConfig, Models: models, Model: configured,
+	}
+}
+
+// ModelRequest returns a model:request context for the first model call
+// of a turn: a system prompt and the person's text, offering tools (with
+// empty parameters), for model "default".
+func ModelRequest(text string, tools ...string) *hooks.ModelRequestContext {
+	c := &hooks.ModelRequestContext{
+		Where: Where(), Model: "default", ProviderModel: "test-model", Round: 1,
+		Messages: []hooks.ChatMessage{
+			{Role: hooks.RoleSystem, Content: "You are a helpful assistant."},
+			{Role: hooks.RoleUser, Content: text},
+		},
+	}
+	for _, name := range tools {
+		c.Tools = append(c.Tools, hooks.ModelTool{Name: name, Description: "the " + name + " tool"})
+	}
+	return c
+}
+
+// ModelResponse returns a model:response context for a first model call
+// that answered text (12 prompt and 3 completion tokens, 250 ms).
+func ModelResponse(text string) *hooks.ModelResponseContext {
+	return &hooks.ModelResponseContext{
+		Where: Where(), Model: "default", ProviderModel: "test-model", Round: 1, Text: text, FinishReason: "stop",
+		Usage:   hooks.TokenUsage{Model: "test-model", InputTokens: 12, OutputTokens: 3, TotalTokens: 15, ModelCalls: 1},
+		Latency: 250 * time.Millisecond,
+	}
+}
+
+// ToolResult returns a tool:result context for a call of tool with args
+// (JSON; "" is {}) that returned content.
+func ToolResult(tool, args, content string) *hooks.ToolResultContext {
+	return &hooks.ToolResultContext{ToolCall: toolCall(tool, args), CallID: "call_1", Content: content}
+}
+
+// BudgetReached returns a usage:budget_reached context: the budget of
+// scope (Sender's, or Agent's) of limit tokens, of which used were used
+// today, reached threshold.
+func BudgetReached(scope hooks.BudgetScope, limit, used int64, threshold float64) *hooks.BudgetReachedContext {
+	subject := string(Sender)
+	if scope == hooks.BudgetAgent {
+		subject = string(Agent)
+	}
+	return &hooks.BudgetReachedContext{
+		Where: Where(), Scope: scope, Subject: subject, Limit: limit, Used: used, Threshold: threshold, Day: "2026-01-02",
 	}
 }
