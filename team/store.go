@@ -139,9 +139,9 @@ func (s *Store) Finish(ctx context.Context, r Record) (Record, error) {
 	if ended.IsZero() {
 		ended = now
 	}
-	started := r.StartedAt
+	started, keepStart := r.StartedAt, 0
 	if started.IsZero() {
-		started = ended
+		started, keepStart = ended, 1 // Begin's start stays
 	}
 	total := r.Usage.TotalTokens
 	if total == 0 {
@@ -154,11 +154,12 @@ func (s *Store) Finish(ctx context.Context, r Record) (Record, error) {
 		SET status = excluded.status, text = excluded.text, error = excluded.error, model = excluded.model,
 			input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
 			cached_tokens = excluded.cached_tokens, total_tokens = excluded.total_tokens,
-			model_calls = excluded.model_calls, ended_at = excluded.ended_at
+			model_calls = excluded.model_calls, ended_at = excluded.ended_at,
+			started_at = CASE WHEN $17 = 1 THEN team_step.started_at ELSE excluded.started_at END
 		WHERE team_step.status <> 'done'`,
 		string(r.SourceEventID), string(r.Team), string(r.Member), string(r.Step), string(r.Status), r.Task,
 		r.Text, r.Error, r.Model, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.CachedTokens, total,
-		r.ModelCalls, started.UnixMilli(), ended.UnixMilli())
+		r.ModelCalls, started.UnixMilli(), ended.UnixMilli(), keepStart)
 	if err != nil {
 		return Record{}, fmt.Errorf("failed to record the end of %s: %w", r.Key, err)
 	}
