@@ -31,6 +31,11 @@ const StepSeparator = "\n\n"
 // happens (for hooks and tools) and where the text streams to.
 type RunRequest struct {
 	Model Model
+	// ModelName is Model's name in config.yaml and ProviderModel the model
+	// its provider is asked for: what model:request and model:response
+	// hooks are told.
+	ModelName     string
+	ProviderModel string
 	// Messages is the whole prompt: system prompt, history and the new
 	// user turn. Run does not modify it.
 	Messages []Message
@@ -39,8 +44,10 @@ type RunRequest struct {
 	MaxTokens   int
 	Temperature *float32
 
-	// Hooks is the registry snapshot tool:before_call and tool:after_call
-	// are emitted on (nil: no hooks). Load it once per turn. Where the turn
+	// Hooks is the registry snapshot the loop's events are emitted on:
+	// model:request and model:response around every model call,
+	// tool:before_call, tool:after_call and tool:result around every tool
+	// call (nil: no hooks). Load it once per turn. Where the turn
 	// happens (agent, room, thread, requester, session: hooks.WithWhere)
 	// and its correlation id (hooks.WithCorrelationID) come from Run's
 	// context.
@@ -137,14 +144,18 @@ const emptyToolResult = "(the tool returned no output)"
 
 // Run runs one turn: it streams the model's reply to OnText and, while the
 // model asks for tools, runs them and calls the model again with the
-// results. Each call passes the tool:before_call gates first (a declined
-// call is not run; the model gets DeclinedResult) and is followed by
-// tool:after_call. Unknown tools, invalid arguments and tool errors are
-// answered to the model, not treated as failures.
+// results. Every model call is preceded by model:request (whose hooks may
+// change what is sent, or refuse the call) and followed by model:response.
+// Each tool call passes the tool:before_call gates first (a declined call
+// is not run; the model gets DeclinedResult) and is followed by
+// tool:after_call, then tool:result (whose hooks may replace what the
+// model and RunResult.Messages get). Unknown tools, invalid arguments and
+// tool errors are answered to the model, not treated as failures.
 //
-// Run fails on a model error (a *ModelError, see errors.As), when ctx ends,
-// and when the model still asks for tools after MaxToolIterations rounds
-// (ErrToolIterations). The result is never nil: on failure it holds what
+// Run fails on a model error (a *ModelError, see errors.As), when a
+// model:request hook refused a call (a *RefusedError, errors.Is
+// ErrRequestRefused), when ctx ends, and when the model still asks for
+// tools after MaxToolIterations rounds (ErrToolIterations). The result is never nil: on failure it holds what
 // the turn did before (for logs and hooks; its Messages are not a complete
 // turn and should not be stored as one).
 func Run(ctx context.Context, req RunRequest) (*RunResult, error) {
@@ -168,6 +179,9 @@ type runner struct {
 
 	text      strings.Builder
 	stepBegun bool
+	// offered names the tools this round's call offered when
+	// model:request hooks changed them (nil: the Toolset's).
+	offered map[string]bool
 }
 
 func (r *runner) onText(delta string) {
@@ -195,8 +209,21 @@ func (r *runner) run(ctx context.Context) error {
 	for round := 0; ; round++ {
 		r.stepBegun = false
 		mreq := &Request{Messages: msgs, Tools: specs, MaxTokens: r.req.MaxTokens, Temperature: r.req.Temperature}
+		if r.req.Hooks.Has(hooks.ModelRequest.Name()) {
+			if err := r.request(ctx, mreq, round+1); err != nil {
+				return err
+			}
+		}
+		observed := r.req.Hooks.Has(hooks.ModelResponse.Name())
+		var start time.Time
+		if observed {
+			start = time.Now()
+		}
 		comp, err := Complete(ctx, r.req.Model, mreq, r.onText)
 		r.res.ModelCalls++
+		if observed {
+			r.response(ctx, round+1, comp, err, time.Since(start))
+		}
 		if err != nil {
 			return fmt.Errorf("failed to get a reply from the model: %w", err)
 		}
@@ -237,10 +264,13 @@ func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 	args, argsOK := toolArguments(tc.Arguments)
 	hc.Arguments, entry.Args = args, args
 	tool, known := r.req.Tools.Get(tc.Name)
+	if r.offered != nil && !r.offered[tc.Name] {
+		known = false // a model:request hook did not offer it
+	}
 	switch {
 	case !known:
 		entry.Error = "unknown tool"
-		content = toolErrorResult(tc.Name, fmt.Sprintf("there is no tool called %q. Available tools: %s.", tc.Name, availableTools(r.req.Tools)))
+		content = toolErrorResult(tc.Name, fmt.Sprintf("there is no tool called %q. Available tools: %s.", tc.Name, r.availableTools()))
 	case !argsOK:
 		entry.Error = "invalid arguments: not a JSON object"
 		content = toolErrorResult(tc.Name, "the arguments are not a valid JSON object; call the tool again with a JSON object that matches its parameters.")
@@ -293,6 +323,12 @@ func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 		ac := &hooks.ToolAfterCallContext{ToolCall: hc, Result: entry.Result, Error: entry.Error, Blocked: entry.Blocked, Duration: entry.Duration}
 		if err := hooks.Emit(ctx, r.req.Hooks, hooks.ToolAfterCall, ac); err != nil {
 			log.Warn().Err(err).Str("tool", tc.Name).Msg("failed to run tool:after_call hooks")
+		}
+	}
+	if r.req.Hooks.Has(hooks.ToolResult.Name()) {
+		var err error
+		if content, err = r.toolResult(ctx, hc, tc.ID, &entry, content); err != nil {
+			return "", err
 		}
 	}
 	log.Debug().Str("tool", tc.Name).Bool("blocked", entry.Blocked).Str("error", entry.Error).
@@ -395,8 +431,13 @@ func toolArguments(raw string) (json.RawMessage, bool) {
 	return quoted, false
 }
 
-func availableTools(ts *Toolset) string {
-	names := ts.Names()
+// availableTools names the tools this round offered, for a model that
+// called another.
+func (r *runner) availableTools() string {
+	names := r.req.Tools.Names()
+	if r.offered != nil {
+		names = slices.DeleteFunc(names, func(n string) bool { return !r.offered[n] })
+	}
 	if len(names) == 0 {
 		return "none"
 	}
