@@ -96,3 +96,18 @@ func EnrichHook(s *Store, encrypted EncryptedFunc, opts ...hooks.Option) hooks.H
 		return s.Enrich(ctx, c, encrypted)
 	}, opts...)
 }
+
+// Listing renders memories for !memory as Markdown lines, in the given
+// order (List's: oldest first): "- `ID` (scope, told DATE) text". It
+// returns "" for no memories; the bot adds its own heading and the hint
+// about !memory forget.
+func Listing(memories []Memory) string {
+	var b strings.Builder
+	for i, m := range memories {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "- `%s` (%s, %s) %s", m.ID, m.Scope, m.CreatedAt.UTC().Format("2006-01-02"), m.Text)
+	}
+	return b.String()
+}

@@ -118,3 +118,15 @@ func TestEnrichHook(t *testing.T) {
 		}
 	})
 }
+
+func TestListing(t *testing.T) {
+	mems := blockMemories()[:2]
+	want := "- `mzzzzzzz2` (room, 2026-01-01) This room plans the summer party for <June>.\n" +
+		"- `mbbbbbbb2` (person, 2026-01-01) Alice is allergic to peanuts."
+	if got := Listing(mems); got != want {
+		t.Errorf("Listing =\n%s\nwant\n%s", got, want)
+	}
+	if Listing(nil) != "" {
+		t.Error("Listing(nil) is not empty")
+	}
+}
