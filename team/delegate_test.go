@@ -132,7 +132,9 @@ func TestDelegateTool(t *testing.T) {
 	if _, err := d.Call(ctx, []byte(`[1]`)); err == nil {
 		t.Error("Call with bad arguments succeeded")
 	}
-	f.member = func(context.Context, hooks.AgentName, Task) (MemberResult, error) { return MemberResult{}, errors.New("model down") }
+	f.member = func(context.Context, hooks.AgentName, Task) (MemberResult, error) {
+		return MemberResult{}, errors.New("model down")
+	}
 	ctx = hooks.WithWhere(context.Background(), hooks.Where{Agent: "assistant"})
 	if _, err := d.Call(ctx, []byte(`{"agent": "searcher", "question": "Find X"}`)); err == nil || err.Error() != "searcher could not answer: model down" {
 		t.Errorf("Call of a failing agent = %v", err)
