@@ -42,6 +42,9 @@ type Embedder interface {
 // embedBatch is how many chunk texts go into one Embed call.
 const embedBatch = 64
 
+// insertBatch is how many chunks one INSERT writes.
+const insertBatch = 200
+
 // Index is the knowledge bases' store and indexer, on hookroom's database
 // (SQLite or PostgreSQL). It is safe for concurrent use; re-indexing one
 // base is serialised. Its options are fixed: on a configuration change the
@@ -142,6 +145,7 @@ func (ix *Index) Reindex(ctx context.Context, base string, full bool) (Report, e
 	if err != nil {
 		return rep, fmt.Errorf("failed to reindex %s: %w", base, err)
 	}
+	w := &writer{ix: ix, base: base}
 	seen := map[string]bool{}
 	var baseErrs []string
 	var keepPrefixes []string // the files under folders that could not be read stay
@@ -153,7 +157,7 @@ func (ix *Index) Reindex(ctx context.Context, base string, full bool) (Report, e
 		err := ix.walk(ctx, base, root, func(abs, rel string, info fs.FileInfo) error {
 			path := prefix + rel
 			seen[path] = true
-			return ix.indexFile(ctx, base, b, abs, path, info, known, full, &rep)
+			return ix.indexFile(ctx, w, b, abs, path, info, known, full, &rep)
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -172,10 +176,13 @@ func (ix *Index) Reindex(ctx context.Context, base string, full bool) (Report, e
 		if seen[path] || slices.ContainsFunc(keepPrefixes, func(p string) bool { return strings.HasPrefix(path, p) }) {
 			continue
 		}
-		if err := ix.removeFile(ctx, base, path); err != nil {
+		if err := w.remove(ctx, path); err != nil {
 			return rep, fmt.Errorf("failed to reindex %s: %w", base, err)
 		}
 		rep.Removed++
+	}
+	if err := w.flush(ctx); err != nil {
+		return rep, fmt.Errorf("failed to reindex %s: %w", base, err)
 	}
 	if rep.Changed > 0 || rep.Removed > 0 {
 		ix.dropVectors(base)
@@ -281,7 +288,8 @@ func (ix *Index) walk(ctx context.Context, base, root string, fn func(abs, rel s
 }
 
 // indexFile brings one file's rows up to date.
-func (ix *Index) indexFile(ctx context.Context, base string, b BaseOptions, abs, path string, info fs.FileInfo, known map[string]fileRow, full bool, rep *Report) error {
+func (ix *Index) indexFile(ctx context.Context, w *writer, b BaseOptions, abs, path string, info fs.FileInfo, known map[string]fileRow, full bool, rep *Report) error {
+	base := w.base
 	size, mtime := info.Size(), info.ModTime().UnixNano()
 	row, had := known[path]
 	if !full && had && row.size == size && row.mtime == mtime {
@@ -291,7 +299,7 @@ func (ix *Index) indexFile(ctx context.Context, base string, b BaseOptions, abs,
 	skip := func(reason string) error {
 		zerolog.Ctx(ctx).Warn().Str("base", base).Str("path", abs).Str("reason", reason).Msg("skipped a knowledge file")
 		rep.Skipped = append(rep.Skipped, FileError{Path: path, Error: reason})
-		return ix.storeFile(ctx, base, path, fileRow{size: size, mtime: mtime, errText: reason}, nil, nil)
+		return w.store(ctx, path, fileRow{size: size, mtime: mtime, errText: reason}, nil, nil, 0)
 	}
 	if max := ix.opts.maxFileBytes(); size > max {
 		return skip(fmt.Sprintf("too big: %d bytes, more than max_file_bytes %d", size, max))
@@ -307,18 +315,14 @@ func (ix *Index) indexFile(ctx context.Context, base string, b BaseOptions, abs,
 	hash := hex.EncodeToString(sum[:])
 	if !full && had && row.errText == "" && row.hash == hash {
 		rep.Unchanged++
-		_, err := ix.db.Exec(ctx, `UPDATE knowledge_file SET size=$3, mtime=$4 WHERE base=$1 AND path=$2`, base, path, size, mtime)
-		if err != nil {
-			return fmt.Errorf("failed to update %s: %w", path, err)
-		}
-		return nil
+		return w.touch(ctx, path, size, mtime)
 	}
 	chunks := Split(base, path, string(data), isMarkdown(path), b.chunkSize())
 	vecs := ix.embedChunks(ctx, base, path, chunks)
 	rep.Changed++
 	rep.Chunks += len(chunks)
 	rep.Bytes += int64(len(data))
-	return ix.storeFile(ctx, base, path, fileRow{hash: hash, size: size, mtime: mtime}, chunks, vecs)
+	return w.store(ctx, path, fileRow{hash: hash, size: size, mtime: mtime}, chunks, vecs, len(data))
 }
 
 // embedChunks returns the chunks' vectors, or nil (logged) when there is
@@ -354,50 +358,125 @@ func embedText(c Chunk) string {
 	return c.Heading + "\n" + c.Text
 }
 
-// storeFile replaces the chunks and the row of one file in a transaction.
-func (ix *Index) storeFile(ctx context.Context, base, path string, row fileRow, chunks []Chunk, vecs [][]float32) error {
-	err := ix.db.DoTxn(ctx, nil, func(ctx context.Context) error {
-		if _, err := ix.db.Exec(ctx, `DELETE FROM knowledge_chunk WHERE base=$1 AND path=$2`, base, path); err != nil {
-			return err
-		}
-		for i, c := range chunks {
-			var vec []byte
-			if i < len(vecs) {
-				vec = encodeVector(vecs[i])
-			}
-			if _, err := ix.db.Exec(ctx, `
-				INSERT INTO knowledge_chunk (id, base, path, start_line, end_line, heading, content, embedding)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
-				c.ID, base, path, c.StartLine, c.EndLine, c.Heading, c.Text, vec); err != nil {
-				return err
-			}
-		}
-		_, err := ix.db.Exec(ctx, `
-			INSERT INTO knowledge_file (base, path, hash, size, mtime, chunks, indexed_at, error)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			ON CONFLICT (base, path) DO UPDATE SET hash=excluded.hash, size=excluded.size, mtime=excluded.mtime,
-				chunks=excluded.chunks, indexed_at=excluded.indexed_at, error=excluded.error`,
-			base, path, row.hash, row.size, row.mtime, len(chunks), ix.now().UnixMilli(), row.errText)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("failed to index %s of %s: %w", path, base, err)
+// Batches of writes: many files per transaction, since SQLite's FTS5
+// flushes and merges its index at every commit.
+const (
+	writeBatchFiles = 100
+	writeBatchBytes = 4 << 20
+)
+
+// writer batches the writes of one Reindex.
+type writer struct {
+	ix    *Index
+	base  string
+	ops   []fileWrite
+	bytes int
+}
+
+// fileWrite is one file's change: its chunks and row replaced (store), its
+// size and time updated (touch), or it removed.
+type fileWrite struct {
+	path          string
+	row           fileRow
+	chunks        []Chunk
+	vecs          [][]float32
+	touch, remove bool
+}
+
+func (w *writer) add(ctx context.Context, op fileWrite, size int) error {
+	w.ops = append(w.ops, op)
+	w.bytes += size
+	if len(w.ops) >= writeBatchFiles || w.bytes >= writeBatchBytes {
+		return w.flush(ctx)
 	}
 	return nil
 }
 
-// removeFile deletes a file's chunks (and so their full-text entries) and
-// its row.
-func (ix *Index) removeFile(ctx context.Context, base, path string) error {
-	err := ix.db.DoTxn(ctx, nil, func(ctx context.Context) error {
-		if _, err := ix.db.Exec(ctx, `DELETE FROM knowledge_chunk WHERE base=$1 AND path=$2`, base, path); err != nil {
+// store replaces a file's chunks and row; size is its text's length.
+func (w *writer) store(ctx context.Context, path string, row fileRow, chunks []Chunk, vecs [][]float32, size int) error {
+	return w.add(ctx, fileWrite{path: path, row: row, chunks: chunks, vecs: vecs}, size)
+}
+
+// touch records a new size and time of an unchanged file.
+func (w *writer) touch(ctx context.Context, path string, size, mtime int64) error {
+	return w.add(ctx, fileWrite{path: path, row: fileRow{size: size, mtime: mtime}, touch: true}, 0)
+}
+
+// remove deletes a file's chunks (and so their full-text entries) and row.
+func (w *writer) remove(ctx context.Context, path string) error {
+	return w.add(ctx, fileWrite{path: path, remove: true}, 0)
+}
+
+// flush writes the pending changes in one transaction.
+func (w *writer) flush(ctx context.Context) error {
+	if len(w.ops) == 0 {
+		return nil
+	}
+	db, base := w.ix.db, w.base
+	err := db.DoTxn(ctx, nil, func(ctx context.Context) error {
+		for _, op := range w.ops {
+			if op.touch {
+				if _, err := db.Exec(ctx, `UPDATE knowledge_file SET size=$3, mtime=$4 WHERE base=$1 AND path=$2`,
+					base, op.path, op.row.size, op.row.mtime); err != nil {
+					return fmt.Errorf("%s: %w", op.path, err)
+				}
+				continue
+			}
+			if _, err := db.Exec(ctx, `DELETE FROM knowledge_chunk WHERE base=$1 AND path=$2`, base, op.path); err != nil {
+				return fmt.Errorf("%s: %w", op.path, err)
+			}
+			if op.remove {
+				if _, err := db.Exec(ctx, `DELETE FROM knowledge_file WHERE base=$1 AND path=$2`, base, op.path); err != nil {
+					return fmt.Errorf("%s: %w", op.path, err)
+				}
+				continue
+			}
+			if err := w.insertChunks(ctx, op); err != nil {
+				return fmt.Errorf("%s: %w", op.path, err)
+			}
+			if _, err := db.Exec(ctx, `
+				INSERT INTO knowledge_file (base, path, hash, size, mtime, chunks, indexed_at, error)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+				ON CONFLICT (base, path) DO UPDATE SET hash=excluded.hash, size=excluded.size, mtime=excluded.mtime,
+					chunks=excluded.chunks, indexed_at=excluded.indexed_at, error=excluded.error`,
+				base, op.path, op.row.hash, op.row.size, op.row.mtime, len(op.chunks), w.ix.now().UnixMilli(), op.row.errText); err != nil {
+				return fmt.Errorf("%s: %w", op.path, err)
+			}
+		}
+		return nil
+	})
+	w.ops, w.bytes = w.ops[:0], 0
+	if err != nil {
+		return fmt.Errorf("failed to write the index of %s: %w", base, err)
+	}
+	return nil
+}
+
+// insertChunks writes a file's chunks, many rows per statement: FTS5
+// flushes its pending terms at the end of every statement that writes to
+// it.
+func (w *writer) insertChunks(ctx context.Context, op fileWrite) error {
+	for start := 0; start < len(op.chunks); start += insertBatch {
+		batch := op.chunks[start:min(start+insertBatch, len(op.chunks))]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO knowledge_chunk (id, base, path, start_line, end_line, heading, content, embedding) VALUES `)
+		args := make([]any, 0, 8*len(batch))
+		for i, c := range batch {
+			var vec []byte
+			if start+i < len(op.vecs) {
+				vec = encodeVector(op.vecs[start+i])
+			}
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			n := len(args)
+			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
+			args = append(args, c.ID, w.base, op.path, c.StartLine, c.EndLine, c.Heading, c.Text, vec)
+		}
+		q.WriteString(" ON CONFLICT (id) DO NOTHING")
+		if _, err := w.ix.db.Exec(ctx, q.String(), args...); err != nil {
 			return err
 		}
-		_, err := ix.db.Exec(ctx, `DELETE FROM knowledge_file WHERE base=$1 AND path=$2`, base, path)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("failed to remove %s of %s from the index: %w", path, base, err)
 	}
 	return nil
 }
