@@ -35,6 +35,11 @@ var contextsByEvent = map[string]hooks.Context{
 	"tool:approval_requested":          &hooks.ToolApprovalRequestedContext{},
 	"tool:approval_resolved":           &hooks.ToolApprovalResolvedContext{},
 	"plugin:before_install":            &hooks.PluginInstallContext{},
+	"model:resolve":                    &hooks.ModelResolveContext{},
+	"model:request":                    &hooks.ModelRequestContext{},
+	"model:response":                   &hooks.ModelResponseContext{},
+	"tool:result":                      &hooks.ToolResultContext{},
+	"usage:budget_reached":             &hooks.BudgetReachedContext{},
 }
 
 // jsonFields lists the JSON names of t's fields, embedded structs

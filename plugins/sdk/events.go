@@ -53,6 +53,11 @@ var runners = map[string]runner{
 	hooks.ToolApprovalRequested.Name():         typed(hooks.ToolApprovalRequested),
 	hooks.ToolApprovalResolved.Name():          typed(hooks.ToolApprovalResolved),
 	hooks.PluginBeforeInstall.Name():           typed(hooks.PluginBeforeInstall),
+	hooks.ModelResolve.Name():                  typed(hooks.ModelResolve),
+	hooks.ModelRequest.Name():                  typed(hooks.ModelRequest),
+	hooks.ModelResponse.Name():                 typed(hooks.ModelResponse),
+	hooks.ToolResult.Name():                    typed(hooks.ToolResult),
+	hooks.UsageBudgetReached.Name():            typed(hooks.UsageBudgetReached),
 }
 
 // runnerFor returns the runner of a built-in or custom event.

@@ -95,6 +95,32 @@ var testPlugin = sdk.Plugin{
 			}
 			return nil
 		}, hooks.WithFailurePolicy(hooks.FailClosed), hooks.Timeout(5*time.Second)),
+		hooks.Handle(hooks.ModelResolve, "route", func(_ context.Context, c *hooks.ModelResolveContext) error {
+			if c.Requested == "" && strings.Contains(c.Text, "hard") {
+				c.Model = "smart"
+			}
+			return nil
+		}),
+		hooks.Handle(hooks.ModelRequest, "redact", func(_ context.Context, c *hooks.ModelRequestContext) error {
+			c.ReplaceText("hunter2", "[secret]")
+			c.RemoveTool("shell")
+			if c.Round > 3 {
+				c.Refuse("too many rounds for " + c.Model)
+			}
+			return nil
+		}),
+		hooks.Handle(hooks.ModelResponse, "meter", func(_ context.Context, c *hooks.ModelResponseContext) error {
+			c.Logger().Info().Msgf("metered round %d of %s: %d tokens in %s", c.Round, c.Model, c.Usage.TotalTokens, c.Latency)
+			return nil
+		}),
+		hooks.Handle(hooks.ToolResult, "mask", func(_ context.Context, c *hooks.ToolResultContext) error {
+			c.Content = strings.ReplaceAll(c.Content, "AKIA1234", "AKIA****")
+			return nil
+		}),
+		hooks.Handle(hooks.UsageBudgetReached, "budget_alert", func(_ context.Context, c *hooks.BudgetReachedContext) error {
+			c.Logger().Info().Msgf("budget alert: %s %s at %.0f%% (%d of %d on %s)", c.Scope, c.Subject, c.Threshold*100, c.Used, c.Limit, c.Day)
+			return nil
+		}),
 		hooks.Handle(hooks.MessageClaim, "ping", func(_ context.Context, c *hooks.MessageClaimContext) error {
 			if c.Envelope.Body == "ping" {
 				c.Claim("pong")
@@ -262,7 +288,7 @@ func TestSameCodeBothModes(t *testing.T) {
 	for _, mode := range []string{"builtin", "process"} {
 		t.Run(mode, func(t *testing.T) {
 			h := newHarness(t, mode)
-			sdktest.RunShared(t, h, sdktest.Declared{Hooks: 15, GuardTimeout: 5 * time.Second})
+			sdktest.RunShared(t, h, sdktest.Declared{Hooks: 20, GuardTimeout: 5 * time.Second})
 			t.Run("gate approval", func(t *testing.T) {
 				c := hooktest.ToolBeforeCall("read_file", `{"path":"/prod/x"}`)
 				sdktest.Emit(t, h, hooks.ToolBeforeCall, c)
@@ -287,6 +313,39 @@ func TestSameCodeBothModes(t *testing.T) {
 				if c.Declined {
 					t.Errorf("a local directory was declined: %q", c.DeclineReason)
 				}
+			})
+			t.Run("model events", func(t *testing.T) {
+				r := hooktest.ModelResolve("a hard question", "default", "default", "smart")
+				sdktest.Emit(t, h, hooks.ModelResolve, r)
+				if r.Model != "smart" {
+					t.Errorf("model:resolve chose %q", r.Model)
+				}
+				r = hooktest.ModelResolve("a hard question", "default", "default", "smart")
+				r.Requested, r.Source, r.Model = "default", hooks.ModelFromThread, "default"
+				sdktest.Emit(t, h, hooks.ModelResolve, r)
+				if r.Model != "default" {
+					t.Errorf("model:resolve overrode the thread's choice: %q", r.Model)
+				}
+				q := hooktest.ModelRequest("my password is hunter2", "shell", "clock")
+				sdktest.Emit(t, h, hooks.ModelRequest, q)
+				if q.Messages[1].Content != "my password is [secret]" || len(q.Messages) != 2 || len(q.Tools) != 1 || q.Tools[0].Name != "clock" || q.Refused {
+					t.Errorf("model:request = %+v", q)
+				}
+				q = hooktest.ModelRequest("hi", "clock")
+				q.Round = 4
+				sdktest.Emit(t, h, hooks.ModelRequest, q)
+				if !q.Refused || q.RefuseReason != "too many rounds for default" || len(q.Tools) != 1 {
+					t.Errorf("model:request refusal = %+v", q)
+				}
+				tr := hooktest.ToolResult("env", "", "key=AKIA1234")
+				sdktest.Emit(t, h, hooks.ToolResult, tr)
+				if tr.Content != "key=AKIA****" {
+					t.Errorf("tool:result = %q", tr.Content)
+				}
+				sdktest.Emit(t, h, hooks.ModelResponse, hooktest.ModelResponse("hello"))
+				h.Logs.WaitFor(t, "metered round 1 of default: 15 tokens in 250ms", 3*time.Second)
+				sdktest.Emit(t, h, hooks.UsageBudgetReached, hooktest.BudgetReached(hooks.BudgetPerson, 1000, 812, 0.8))
+				h.Logs.WaitFor(t, "budget alert: person @alice:localhost at 80% (812 of 1000 on 2026-01-02)", 3*time.Second)
 			})
 			t.Run("context helpers", func(t *testing.T) {
 				// Larger than one host.attachment.get answer: a process reads it in chunks.

@@ -23,6 +23,9 @@ import (
 //	tool:approval_requested           decision, decision_reason
 //	message:claim                     claimed
 //	plugin:before_install             declined, decline_reason
+//	model:resolve                     model
+//	model:request                     messages, tools, refused, refuse_reason
+//	tool:result                       content
 //
 // Every other event has none: a hook of it can only observe (and call host
 // methods). plugins/process's TestDesignatedFieldsAreDocumented keeps this

@@ -27,6 +27,15 @@ With this module a plugin is a few decorated functions::
         if ctx.source_type == "git" and not ctx.source.startswith("https://git.example.org/"):
             ctx.decline("plugins come from git.example.org only")
 
+    @hook("model:request")
+    async def redact(ctx):
+        ctx.replace_text(os.environ["DB_PASSWORD"], "[secret]")  # in every message sent
+        ctx.remove_tool("shell")                                  # or ctx.refuse(reason)
+
+    @hook("tool:result")
+    async def mask(ctx):
+        ctx.content = re.sub(r"AKIA[0-9A-Z]{16}", "AKIA****", ctx.content)
+
     @tool("add", "Adds two numbers", {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
     async def add(call):
         return str(call.arguments["a"] + call.arguments["b"])
@@ -466,10 +475,80 @@ class HookContext(_Base):
     def claimed(self) -> dict | None:
         return self._data.get("claimed")
 
+    @property
+    def model(self) -> str:
+        """model:resolve: the model the turn will use; set it to one of ``ctx.models``.
+        model:request, model:response: the model's name in config.yaml (read only)."""
+        return self._data.get("model", "")
+
+    @model.setter
+    def model(self, v: str) -> None:
+        self._data["model"] = str(v)
+
+    @property
+    def messages(self) -> list[dict]:
+        """model:request: the messages sent to the model, as dicts (``role``, ``content``,
+        ``name``, ``tool_calls``, ``tool_call_id``); change, add or remove them in place."""
+        return self._data.setdefault("messages", [])
+
+    @messages.setter
+    def messages(self, v: list[dict]) -> None:
+        self._data["messages"] = list(v)
+
+    @property
+    def tools(self) -> list[dict]:
+        """model:request: the tools offered (``name``, ``description``, ``parameters``)."""
+        t = self._data.get("tools")
+        if t is None:
+            t = self._data["tools"] = []
+        return t
+
+    @tools.setter
+    def tools(self, v: list[dict]) -> None:
+        self._data["tools"] = list(v)
+
+    def replace_text(self, old: str, new: str) -> int:
+        """model:request: replace old with new in the content of every message (a redaction);
+        returns how many it replaced."""
+        if not old:
+            return 0
+        n = 0
+        for m in self.messages:
+            c = m.get("content") or ""
+            k = c.count(old)
+            if k:
+                n += k
+                m["content"] = c.replace(old, new)
+        return n
+
+    def remove_tool(self, name: str) -> bool:
+        """model:request: stop offering the tool called name for this call."""
+        before = len(self.tools)
+        self.tools[:] = [t for t in self.tools if t.get("name") != name]
+        return len(self.tools) < before
+
+    def refuse(self, reason: str) -> None:
+        """model:request: do not call the model; the turn ends and the person sees reason."""
+        self._data["refused"] = True
+        self._data["refuse_reason"] = str(reason)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self._data.get("refused", False))
+
+    @property
+    def content(self) -> str:
+        """tool:result: the text of the tool message the model and the history get."""
+        return self._data.get("content", "")
+
+    @content.setter
+    def content(self, v: str) -> None:
+        self._data["content"] = str(v)
+
     # -- conveniences -------------------------------------------------------
     @property
     def tool_name(self) -> str:
-        """tool:before_call, tool:after_call, tool:approval_*: the tool's name."""
+        """tool:before_call, tool:after_call, tool:approval_*, tool:result: the tool's name."""
         return self._data.get("tool", "")
 
     @property
@@ -598,6 +677,19 @@ class HookContext(_Base):
             return {"declined": bool(d.get("declined", False)), "decline_reason": d.get("decline_reason", "")}
         if ev == "message:claim":
             return {"claimed": d["claimed"]} if d.get("claimed") is not None else {}
+        if ev == "model:resolve":
+            return {"model": d.get("model", "")}
+        if ev == "model:request":
+            res: dict[str, Any] = {
+                "tools": d.get("tools") or None,
+                "refused": bool(d.get("refused", False)),
+                "refuse_reason": d.get("refuse_reason", ""),
+            }
+            if "messages" in d:
+                res["messages"] = d["messages"]
+            return res
+        if ev == "tool:result":
+            return {"content": d.get("content", "")}
         return {}
 
 

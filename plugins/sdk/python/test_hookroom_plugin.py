@@ -250,6 +250,30 @@ def make_plugin() -> hp.Plugin:
         if ctx.source_type == "git" and not ctx.source.startswith("https://git.example.org/"):
             ctx.decline(f"{ctx.name} {ctx.version}: plugins come from git.example.org only")
 
+    @p.hook("model:resolve")
+    async def route(ctx):
+        if not ctx.requested and "hard" in ctx.text:
+            ctx.model = "smart"
+
+    @p.hook("model:request")
+    async def redact(ctx):
+        ctx.replace_text("hunter2", "[secret]")
+        ctx.remove_tool("shell")
+        if ctx.round > 3:
+            ctx.refuse(f"too many rounds for {ctx.model}")
+
+    @p.hook("tool:result")
+    async def mask(ctx):
+        ctx.content = ctx.content.replace("AKIA1234", "AKIA****")
+
+    @p.hook("model:response")
+    async def meter(ctx):
+        ctx.logger.info("metered", round=ctx.round, tokens=ctx.usage.total_tokens, latency_ms=ctx.latency_ns / 1e6, tools=[c.name for c in ctx.tool_calls or []])
+
+    @p.hook("usage:budget_reached")
+    async def budget_alert(ctx):
+        ctx.logger.info("budget", scope=ctx.scope, subject=ctx.subject, share=ctx.threshold, day=ctx.day)
+
     @p.tool("add", "adds", {"type": "object"})
     async def add(call):
         return call.arguments["a"] + call.arguments["b"]
@@ -387,6 +411,42 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
                 {"name": "geo", "version": "1.2.0", "source": "/srv/geo", "source_type": "dir", "declined": False},
                 {"declined": False, "decline_reason": ""},
             ),
+            (
+                "route",
+                "model:resolve",
+                {"text": "a hard one", "configured": "default", "source": "config", "models": ["default", "smart"], "model": "default"},
+                {"model": "smart"},
+            ),
+            (
+                "route",
+                "model:resolve",
+                {"text": "a hard one", "configured": "default", "requested": "default", "source": "thread", "models": ["default", "smart"], "model": "default"},
+                {"model": "default"},
+            ),
+            (
+                "redact",
+                "model:request",
+                {
+                    "round": 1,
+                    "model": "default",
+                    "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "pw hunter2, hunter2"}],
+                    "tools": [{"name": "shell"}, {"name": "clock", "parameters": {"type": "object"}}],
+                    "refused": False,
+                },
+                {
+                    "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "pw [secret], [secret]"}],
+                    "tools": [{"name": "clock", "parameters": {"type": "object"}}],
+                    "refused": False,
+                    "refuse_reason": "",
+                },
+            ),
+            (
+                "redact",
+                "model:request",
+                {"round": 4, "model": "default", "messages": [{"role": "user", "content": "hi"}], "tools": [{"name": "shell"}], "refused": False},
+                {"messages": [{"role": "user", "content": "hi"}], "tools": None, "refused": True, "refuse_reason": "too many rounds for default"},
+            ),
+            ("mask", "tool:result", {"tool": "env", "arguments": {}, "call_id": "c1", "blocked": False, "content": "key=AKIA1234"}, {"content": "key=AKIA****"}),
             ("ping", "message:claim", {"envelope": envelope("ping")}, {"claimed": {"text": "pong"}}),
             ("ping", "message:claim", {"envelope": envelope("other")}, {}),
             (
@@ -399,6 +459,23 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
         for hook, event, context, want in cases:
             with self.subTest(hook=hook, context=context):
                 self.assertEqual(await self.result(hook, event, context), want)
+
+    async def test_model_observers(self):
+        resp = {
+            "agent": "assistant",
+            "round": 2,
+            "model": "default",
+            "text": "",
+            "tool_calls": [{"id": "c1", "name": "clock", "arguments": "{}"}],
+            "usage": {"input_tokens": 12, "output_tokens": 3, "total_tokens": 15, "model_calls": 1},
+            "latency_ns": 250000000,
+        }
+        self.assertEqual(await self.result("meter", "model:response", resp), {})
+        budget = {"agent": "assistant", "scope": "person", "subject": "@alice:localhost", "limit": 1000, "used": 812, "threshold": 0.8, "day": "2026-01-02"}
+        self.assertEqual(await self.result("budget_alert", "usage:budget_reached", budget), {})
+        logs = {l["message"]: l["fields"] for l in self.host.logs}
+        self.assertEqual(logs["metered"], {"round": 2, "tokens": 15, "latency_ms": 250.0, "tools": ["clock"]})
+        self.assertEqual(logs["budget"], {"scope": "person", "subject": "@alice:localhost", "share": 0.8, "day": "2026-01-02"})
 
     async def test_host_calls(self):
         ctx = {"result": {"text": "42", "envelope": envelope()}}
