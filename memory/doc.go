@@ -67,4 +67,9 @@
 //     ExtractionRequest to the agent's model, parses the answer with
 //     ParseExtraction, emits memory:extracted with the candidates (a hook may
 //     filter or veto them) and stores what is left with StoreCandidates.
+//
+// The bot also answers !memory with List (rendered by Listing) and
+// !memory forget <id|all> with Forget and ForgetAll, calls Configure with
+// every agent's Options at start-up and on reload, and Backfill now and then
+// when embeddings are configured.
 package memory
