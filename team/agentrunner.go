@@ -39,8 +39,12 @@ type AgentRunner struct {
 	// runs are emitted on (nil: none).
 	Hooks *hooks.Registry
 	// Run, when set, tunes each member's agents.RunRequest before it runs
-	// (approval, streaming callbacks, limits).
+	// (approval, streaming callbacks, limits). Members run concurrently:
+	// what it sets must be safe for that.
 	Run func(member hooks.AgentName, req *agents.RunRequest)
+	// OnLeadText, when set, receives the text of the leader's calls as it
+	// streams (the turn streams the synthesis into the team's reply).
+	OnLeadText func(team hooks.AgentName, step Step, delta string)
 }
 
 var _ Runner = (*AgentRunner)(nil)
@@ -89,13 +93,17 @@ func (r *AgentRunner) Lead(ctx context.Context, req LeadRequest) (MemberResult, 
 		return MemberResult{}, fmt.Errorf("team %s has no leader model", req.Team)
 	}
 	system := strings.TrimSpace(m.System + "\n\n" + req.System)
+	var onText func(string)
+	if r.OnLeadText != nil {
+		onText = func(delta string) { r.OnLeadText(req.Team, req.Step, delta) }
+	}
 	c, err := agents.Complete(ctx, m.Model, &agents.Request{
 		Messages: []agents.Message{
 			{Role: agents.RoleSystem, Content: system},
 			{Role: agents.RoleUser, Content: req.Prompt},
 		},
 		ResponseSchema: req.Schema,
-	}, nil)
+	}, onText)
 	if c == nil {
 		c = &agents.Completion{}
 	}

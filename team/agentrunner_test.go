@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,6 +97,14 @@ func TestTeamOverTheWire(t *testing.T) {
 			return Member{Model: model, System: "You are the panel's own leader."}, team == "panel"
 		},
 	}
+	var streamed strings.Builder // the synthesis, as it streams
+	runner.OnLeadText = func(team hooks.AgentName, step Step, delta string) {
+		if team == "panel" && step == StepSynthesis {
+			streamed.WriteString(delta)
+		}
+	}
+	var tuned atomic.Int32
+	runner.Run = func(hooks.AgentName, *agents.RunRequest) { tuned.Add(1) }
 	done := make(chan struct{})
 	var (
 		res Result
@@ -118,8 +127,8 @@ func TestTeamOverTheWire(t *testing.T) {
 		!strings.Contains(synth.LastUser(), "b thinks no") {
 		t.Errorf("synthesis request: system %q, user %q", synth.System(), synth.LastUser())
 	}
-	if res.Synthesis != "Opinions differ." {
-		t.Errorf("synthesis = %q", res.Synthesis)
+	if res.Synthesis != "Opinions differ." || streamed.String() != res.Synthesis || tuned.Load() != 2 {
+		t.Errorf("synthesis = %q, streamed %q, %d member requests tuned", res.Synthesis, streamed.String(), tuned.Load())
 	}
 	if _, err := runner.Lead(t.Context(), LeadRequest{Team: "other"}); err == nil {
 		t.Error("a team without a leader model was led")

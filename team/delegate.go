@@ -223,7 +223,7 @@ func (d *Delegator) Delegate(ctx context.Context, from, to hooks.AgentName, ques
 		RunID: k.String(), AgentID: to, Parent: from, Reason: ReasonDelegation, Task: question,
 		SpawnDepth: task.Depth, SourceEventID: event,
 	}
-	out, _, err := runStep(sub, store, earlier, k, question, d.Observer, info, func(ctx context.Context) (MemberResult, error) {
+	out, _, err := runStep(sub, store, earlier, false, k, question, d.Observer, info, func(ctx context.Context) (MemberResult, error) {
 		return d.Runner.RunMember(ctx, to, task)
 	})
 	if err != nil {

@@ -390,14 +390,31 @@ func (tr *teamRun) step(ctx context.Context, k Key, task string, call func(conte
 		RunID: k.String(), AgentID: k.Member, Parent: tr.def.Name, Team: tr.def.Name,
 		Reason: ReasonMember, Task: task, SpawnDepth: DepthFrom(ctx), SourceEventID: tr.p.SourceEventID,
 	}
-	return runStep(ctx, tr.p.Store, tr.stored[k], k, task, obs, info, call)
+	earlier := tr.stored[k]
+	// A failed step runs again on a replay, unless what followed it was
+	// built on the failure: a failed plan (the members were asked its
+	// fallback), or any failure once the synthesis is done (it was told).
+	final := earlier.Status == StatusFailed && (k.Step == StepPlan || tr.synthesised())
+	return runStep(ctx, tr.p.Store, earlier, final, k, task, obs, info, call)
 }
 
-// runStep is step without a team: Run's steps and delegations.
-func runStep(ctx context.Context, store *Store, earlier Record, k Key, task string, obs Observer, info SubagentInfo,
+// synthesised reports whether the Store had the synthesis done when the run
+// began.
+func (tr *teamRun) synthesised() bool {
+	k := Key{SourceEventID: tr.p.SourceEventID, Team: tr.def.Name, Member: tr.res.Leader, Step: StepSynthesis}
+	return tr.stored[k].Status == StatusDone
+}
+
+// runStep is step without a team: Run's steps and delegations. earlier is
+// the step as the Store had it; done, it is reused, and so is a failure
+// when final.
+func runStep(ctx context.Context, store *Store, earlier Record, final bool, k Key, task string, obs Observer, info SubagentInfo,
 	call func(context.Context) (MemberResult, error)) (stepOutcome, bool, error) {
-	if earlier.Status == StatusDone {
+	switch {
+	case earlier.Status == StatusDone:
 		return stepOutcome{MemberResult: earlier.result(), duration: earlier.EndedAt.Sub(earlier.StartedAt)}, true, nil
+	case earlier.Status == StatusFailed && final:
+		return stepOutcome{MemberResult: earlier.result(), duration: earlier.EndedAt.Sub(earlier.StartedAt)}, true, errors.New(earlier.Error)
 	}
 	if err := ctx.Err(); err != nil {
 		return stepOutcome{}, false, context.Cause(ctx)

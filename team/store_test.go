@@ -267,3 +267,42 @@ func TestReplayRerunsFailedMembers(t *testing.T) {
 		}
 	})
 }
+
+// TestReplayKeepsFailuresLaterStepsSaw: a failed plan (the members were
+// asked its fallback) and a member's failure the synthesis was told of are
+// not run again on a replay.
+func TestReplayKeepsFailuresLaterStepsSaw(t *testing.T) {
+	dbtest.ForStores(t, NewStore, func(t *testing.T, _ *dbutil.Database, s *Store) {
+		team := Definition{Name: "desk", Members: []hooks.AgentName{"a", "b"}, Mode: ModeCoordinate, Leader: "a"}
+		first := &fakeRunner{
+			lead: func(_ context.Context, req LeadRequest) (MemberResult, error) {
+				if req.Step == StepPlan {
+					return MemberResult{}, errors.New("plan failed")
+				}
+				return answer("synthesis without b"), nil
+			},
+			member: func(_ context.Context, agent hooks.AgentName, _ Task) (MemberResult, error) {
+				if agent == "b" {
+					return MemberResult{}, errors.New("b failed")
+				}
+				return answer("a's answer"), nil
+			},
+		}
+		p := Plan{Team: team, SourceEventID: "$m", Question: "Q", Store: s}
+		if _, err := Run(t.Context(), p, first); err != nil {
+			t.Fatal(err)
+		}
+		// Killed before the delivery: the replay asks nobody.
+		replay := &fakeRunner{}
+		res, err := Run(t.Context(), p, replay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(replay.Calls("")); n != 0 {
+			t.Errorf("the replay made %d calls: %+v", n, replay.Calls(""))
+		}
+		if res.Synthesis != "synthesis without b" || !res.Contributions[1].Failed() || !strings.Contains(res.PlanNote, "plan failed") {
+			t.Errorf("replay = %+v", res)
+		}
+	})
+}
