@@ -34,15 +34,19 @@
 //	}
 //	prompt = append(prompt, agents.Message{Role: agents.RoleUser, Content: turn.Prompt})
 //	ctx = hooks.WithWhere(hooks.WithCorrelationID(ctx, string(eventID)), hooks.Where{Agent: agent, RoomID: room, …})
-//	res, err := agents.Run(ctx, agents.RunRequest{Model: model, Messages: prompt, Tools: tools,
-//		Hooks: registry, OnText: stream.Append, NeedsApproval: needsApproval, Approve: approve})
+//	res, err := agents.Run(ctx, agents.RunRequest{Model: model, ModelName: name, ProviderModel: spec.Model,
+//		Messages: prompt, Tools: tools, Hooks: registry, OnText: stream.Append,
+//		NeedsApproval: needsApproval, Approve: approve})
 //	stored := append([]agents.Message{{Role: agents.RoleUser, Content: turn.Prompt}}, res.Messages...)
 //	newSession, err := history.AppendTurn(ctx, scope, agent, answered, markHandled, stored...)
 //	if newSession { /* emit session:started with history.Session(ctx, scope) */ }
 //
-// Run emits tool:before_call and tool:after_call itself (and asks
-// NeedsApproval and Approve before a call that needs a person); the caller
-// emits session:started (AppendTurn reports the first append of a scope),
+// Run emits model:request and model:response around every model call, and
+// tool:before_call, tool:after_call and tool:result around every tool call
+// itself (and asks NeedsApproval and Approve before a call that needs a
+// person); a model:request hook's refusal ends it with a *RefusedError. The
+// caller chooses the model with hooks.ResolveModel (model:resolve) before it
+// builds the prompt, and emits session:started (AppendTurn reports the first append of a scope),
 // and Compact emits compaction:before and compaction:after.
 //
 // # History
