@@ -14,6 +14,7 @@ import (
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/console"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/buildinfo"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/metrics"
 	"github.com/hookroom/hookroom/plugins"
@@ -61,8 +62,8 @@ func (b *Bot) newMetrics() *metrics.Metrics {
 // metricsBuild is this build as hookroom_build_info reports it: the same
 // version hookroom version prints ("dev" for a source build).
 func metricsBuild() metrics.BuildInfo {
-	bi := readBuildInfo()
-	return metrics.BuildInfo{Version: bi.version, Revision: bi.revision, GoVersion: bi.goVersion}
+	bi := buildinfo.Read()
+	return metrics.BuildInfo{Version: bi.Version, Revision: bi.Revision, GoVersion: bi.GoVersion}
 }
 
 // Metrics returns the server's metrics.

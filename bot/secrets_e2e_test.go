@@ -114,14 +114,6 @@ func roomTimeline(t testing.TB, c *mautrix.Client, room id.RoomID) []string {
 	return out
 }
 
-// runCLI runs the hookroom command line in-process and returns its stdout
-// and stderr.
-func runCLI(args ...string) (code int, stdout, stderr string) {
-	var o, e bytes.Buffer
-	code = Main(args, &o, &e)
-	return code, o.String(), e.String()
-}
-
 // closedPort returns a loopback port nothing listens on.
 func closedPort(t testing.TB) int {
 	t.Helper()
@@ -139,15 +131,16 @@ func closedPort(t testing.TB) int {
 // settings, a process plugin's allowlisted environment variable, a
 // PostgreSQL password and values in places where validation fails; and
 // the accounts' access tokens and passwords — appear in no log line (at
-// trace level), no room event, no CLI output, no hook context handed to a
-// plugin and (but for its own variable) not in a plugin's environment,
-// whatever goes wrong: a model that answers 401 echoing the key, a model
-// server that cannot be reached, broken edits of config.yaml picked up by
-// the watcher and by !reload-plugins, hookroom check/hooks/tools/run on
-// them, a database that cannot be reached, and a plugin that writes its
-// secrets to stderr, its log and its errors. The test also asserts that
-// each of those failures did happen. HOOKROOM_TEST_LOG=FILE keeps the log.
-func TestSecretsStayOutOfLogsRoomsAndCLI(t *testing.T) {
+// trace level), no room event, no hook context handed to a plugin and (but
+// for its own variable) not in a plugin's environment, whatever goes
+// wrong: a model that answers 401 echoing the key, a model server that
+// cannot be reached, broken edits of config.yaml picked up by the watcher
+// and by !reload-plugins, and a plugin that writes its secrets to stderr,
+// its log and its errors. The test also asserts that each of those
+// failures did happen. HOOKROOM_TEST_LOG=FILE keeps the log. The command
+// line on such configurations (hookroom check/hooks/tools/run, a database
+// that cannot be reached) is cmd/hookroom's TestSecretsStayOutOfCLIOutput.
+func TestSecretsStayOutOfLogsAndRooms(t *testing.T) {
 	e := &reloadEnv{turnEnv: &turnEnv{testEnv: newEnv(t), llm: llmtest.NewServer(t), rec: &events{}}}
 	secrets := map[string]string{
 		"HS_SECRET":       e.hs.Secret,
@@ -330,42 +323,6 @@ plugins:
 		}
 	}
 	leakCheck(t, "the hook contexts handed to the plugin", string(contexts), secrets)
-
-	// The command line, on the good and on the broken configurations.
-	brokenPath := filepath.Join(e.dir, "broken.yaml")
-	writeFile(t, brokenPath, head+invalid)
-	leakyPath := filepath.Join(e.dir, "leaky.yaml")
-	writeFile(t, leakyPath, head+leakyEnv)
-	goodPath := filepath.Join(e.dir, "good.yaml")
-	writeFile(t, goodPath, head+good)
-	// A database that cannot be reached, with a password in its URI.
-	dbPath := filepath.Join(e.dir, "db.yaml")
-	writeFile(t, dbPath, strings.Replace(head, "data_dir: ./data\n", fmt.Sprintf(
-		"data_dir: ./data-db\ndatabase:\n  type: postgres\n  uri: postgres://hookroom:${HR_DB_PASSWORD}@127.0.0.1:%d/hookroom?sslmode=disable\n", closedPort(t)), 1)+good)
-	for _, tc := range []struct {
-		args []string
-		code int
-		want string
-	}{
-		{[]string{"check", "--config", goodPath}, 0, "is valid"},
-		{[]string{"hooks", "--config", goodPath}, 0, "spy"},
-		{[]string{"hooks", "--json", "--config", goodPath}, 0, "spy"},
-		{[]string{"tools", "--config", goodPath}, 0, "helper"},
-		{[]string{"tools", "--json", "--config", goodPath}, 0, "prober"},
-		{[]string{"version"}, 0, "hookroom"},
-		{[]string{"check", "--config", brokenPath}, 1, "${HR_BAD_ALIAS}"},
-		{[]string{"hooks", "--config", brokenPath}, 1, "${HR_BAD_USER}"},
-		{[]string{"run", "--config", brokenPath}, 1, "${HR_BAD_TYPE}"},
-		{[]string{"check", "--config", leakyPath}, 1, "HR_API_KEY holds one of hookroom's own secrets"},
-		{[]string{"run", "--config", dbPath}, 1, "failed to open postgres database"},
-	} {
-		code, stdout, stderr := runCLI(tc.args...)
-		name := "hookroom " + strings.Join(tc.args, " ")
-		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
-			t.Errorf("%s: exit %d (want %d), output lacks %q:\n%s%s", name, code, tc.code, tc.want, stdout, stderr)
-		}
-		leakCheck(t, name, stdout+stderr, secrets)
-	}
 }
 
 // waitForSender waits until a message of sender in the thread of (or in

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"reflect"
 	"regexp"
@@ -168,30 +167,6 @@ func TestResolveTools(t *testing.T) {
 				t.Errorf("warnings:\n got %q\nwant %q", warns, tt.wantWarns)
 			}
 		})
-	}
-}
-
-// printTools prints one row per tool, and JSON that round-trips.
-func TestPrintTools(t *testing.T) {
-	list := []AgentTools{
-		{Agent: "a", Tools: []ToolInfo{{Name: "current_time", Source: "builtin", Description: "Get the time."}, {Name: "search", Source: "box", Description: "Search."}}},
-		{Agent: "b"},
-	}
-	var out strings.Builder
-	printTools(&out, list, false)
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "AGENT") ||
-		!strings.Contains(lines[2], "search") || !strings.Contains(lines[2], "box") || !strings.Contains(lines[3], "(none)") {
-		t.Errorf("table:\n%s", out.String())
-	}
-	out.Reset()
-	printTools(&out, list, true)
-	var back []AgentTools
-	if err := json.Unmarshal([]byte(out.String()), &back); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out.String())
-	}
-	if fmt.Sprint(back[0].Tools) != fmt.Sprint(list[0].Tools) {
-		t.Errorf("JSON round trip: %+v", back)
 	}
 }
 

@@ -63,6 +63,9 @@ type Config struct {
 	// Traces configures the recording of turn traces (what each turn did:
 	// stages, hook runs, model and tool calls, approvals, delivery).
 	Traces Traces `yaml:"traces"`
+	// PluginInstall configures hookroom plugin install, update, remove
+	// and list: the plugin directory and the limits of an install.
+	PluginInstall PluginInstall `yaml:"plugin_install"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`

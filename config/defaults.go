@@ -178,6 +178,7 @@ func (c *Config) ApplyDefaults() {
 	if c.Traces.Retention == 0 && !c.written("traces.retention") {
 		c.Traces.Retention = DefaultTraceRetention
 	}
+	c.applyPluginInstallDefaults()
 	c.ToolApproval.Rules = nilIfEmpty(c.ToolApproval.Rules)
 	for i, r := range c.ToolApproval.Rules {
 		r.Tools, r.Agents, r.Rooms = nilIfEmpty(r.Tools), nilIfEmpty(r.Agents), nilIfEmpty(r.Rooms)

@@ -53,6 +53,7 @@ func (c *Config) validate() ErrorList {
 	v.http()
 	v.toolApproval()
 	v.traces()
+	v.pluginInstall()
 	sortErrors(v.errs)
 	return v.errs
 }

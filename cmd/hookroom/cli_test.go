@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookroom/hookroom/bot"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/buildinfo"
 )
 
 // exampleConfig copies config.example.yaml into a temporary directory (so
@@ -33,7 +34,7 @@ func exampleConfig(t *testing.T) string {
 
 func TestCheckExampleConfig(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := bot.Main([]string{"check", "--config", exampleConfig(t)}, &out, &errOut); code != 0 {
+	if code := run([]string{"check", "--config", exampleConfig(t)}, &out, &errOut); code != 0 {
 		t.Fatalf("check exited %d:\n%s", code, errOut.String())
 	}
 	if !strings.Contains(out.String(), "is valid") {
@@ -46,7 +47,7 @@ func TestCheckExampleConfig(t *testing.T) {
 
 func TestHooksCommandListsBuiltins(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := bot.Main([]string{"hooks", "--config", exampleConfig(t), "--json"}, &out, &errOut); code != 0 {
+	if code := run([]string{"hooks", "--config", exampleConfig(t), "--json"}, &out, &errOut); code != 0 {
 		t.Fatalf("hooks exited %d:\n%s", code, errOut.String())
 	}
 	var infos []hooks.HookInfo
@@ -70,7 +71,7 @@ func TestBrokenConfigNamesFileAndLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	if code := bot.Main([]string{"check", "--config", path}, &out, &errOut); code == 0 {
+	if code := run([]string{"check", "--config", path}, &out, &errOut); code == 0 {
 		t.Fatal("check accepted an unknown key")
 	}
 	if !strings.Contains(errOut.String(), "config.yaml:4: matrix.colour") {
@@ -80,7 +81,7 @@ func TestBrokenConfigNamesFileAndLine(t *testing.T) {
 
 func TestUnknownCommand(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := bot.Main([]string{"frobnicate"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
+	if code := run([]string{"frobnicate"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
 }
@@ -92,7 +93,7 @@ func TestSeveralConfigErrorsAreSeveralLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	if code := bot.Main([]string{"check", "--config", path}, &out, &errOut); code == 0 {
+	if code := run([]string{"check", "--config", path}, &out, &errOut); code == 0 {
 		t.Fatal("check accepted unknown keys")
 	}
 	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
@@ -112,31 +113,32 @@ func TestSeveralConfigErrorsAreSeveralLines(t *testing.T) {
 	}
 }
 
-// hookroom version names the build: the version and the Go toolchain; a
-// release's version comes from the -X flag.
+// hookroom version names the build: the version, the Go toolchain and the
+// platform; a release's version comes from the -X flag on
+// internal/buildinfo.Version.
 func TestVersion(t *testing.T) {
 	var out, errOut strings.Builder
-	if code := bot.Main([]string{"version"}, &out, &errOut); code != 0 {
+	if code := run([]string{"version"}, &out, &errOut); code != 0 {
 		t.Fatalf("version exited %d: %s", code, errOut.String())
 	}
 	line := strings.TrimSpace(out.String())
-	if !strings.HasPrefix(line, "hookroom ") || !strings.HasSuffix(line, runtime.Version()) {
-		t.Errorf("version printed %q, want hookroom, the version and %s", line, runtime.Version())
+	if line != buildinfo.Read().String() || !strings.HasPrefix(line, "hookroom ") || !strings.Contains(line, " "+runtime.Version()) {
+		t.Errorf("version printed %q, want hookroom, the version and %s (%q)", line, runtime.Version(), buildinfo.Read().String())
 	}
-	old := bot.Version
-	t.Cleanup(func() { bot.Version = old })
-	bot.Version = "1.2.3"
+	old := buildinfo.Version
+	t.Cleanup(func() { buildinfo.Version = old })
+	buildinfo.Version = "v1.2.3"
 	out.Reset()
-	bot.Main([]string{"version"}, &out, &errOut)
+	run([]string{"version"}, &out, &errOut)
 	if !strings.HasPrefix(out.String(), "hookroom 1.2.3 ") {
-		t.Errorf("with Version set, version printed %q", out.String())
+		t.Errorf("with buildinfo.Version set, version printed %q", out.String())
 	}
 }
 
 func TestToolsCommandListsEffectiveTools(t *testing.T) {
 	path := exampleConfig(t)
 	var out, errOut bytes.Buffer
-	if code := bot.Main([]string{"tools", "--config", path, "--json"}, &out, &errOut); code != 0 {
+	if code := run([]string{"tools", "--config", path, "--json"}, &out, &errOut); code != 0 {
 		t.Fatalf("tools exited %d:\n%s", code, errOut.String())
 	}
 	var list []bot.AgentTools
@@ -159,7 +161,7 @@ func TestToolsCommandListsEffectiveTools(t *testing.T) {
 	}
 
 	out.Reset()
-	if code := bot.Main([]string{"tools", "--config", path}, &out, &errOut); code != 0 {
+	if code := run([]string{"tools", "--config", path}, &out, &errOut); code != 0 {
 		t.Fatalf("tools exited %d:\n%s", code, errOut.String())
 	}
 	if !strings.Contains(out.String(), "assistant  current_time  builtin  Get the current date and time.") {
@@ -179,7 +181,7 @@ func TestCheckRejectsUnknownToolWithFileLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	if code := bot.Main([]string{"check", "--config", path}, &out, &errOut); code == 0 {
+	if code := run([]string{"check", "--config", path}, &out, &errOut); code == 0 {
 		t.Fatal("check accepted an unknown tool")
 	}
 	want := fmt.Sprintf(`config.yaml:%d: agents.assistant.tools[1]: unknown tool "teleport"`, line)
@@ -200,12 +202,36 @@ func TestCheckReadsAvatarFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	if code := bot.Main([]string{"check", "--config", path}, &out, &errOut); code == 0 {
+	if code := run([]string{"check", "--config", path}, &out, &errOut); code == 0 {
 		t.Fatal("check accepted a missing avatar and a text file as avatar")
 	}
 	for _, want := range []string{"config.yaml:6: matrix.router.avatar: failed to read the avatar", "config.yaml:11: agents.helper.avatar: notes.txt is not an image"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 		}
+	}
+}
+
+// printTools prints one row per tool, and JSON that round-trips.
+func TestPrintTools(t *testing.T) {
+	list := []bot.AgentTools{
+		{Agent: "a", Tools: []bot.ToolInfo{{Name: "current_time", Source: "builtin", Description: "Get the time."}, {Name: "search", Source: "box", Description: "Search."}}},
+		{Agent: "b"},
+	}
+	var out strings.Builder
+	printTools(&out, list, false)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "AGENT") ||
+		!strings.Contains(lines[2], "search") || !strings.Contains(lines[2], "box") || !strings.Contains(lines[3], "(none)") {
+		t.Errorf("table:\n%s", out.String())
+	}
+	out.Reset()
+	printTools(&out, list, true)
+	var back []bot.AgentTools
+	if err := json.Unmarshal([]byte(out.String()), &back); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if fmt.Sprint(back[0].Tools) != fmt.Sprint(list[0].Tools) {
+		t.Errorf("JSON round trip: %+v", back)
 	}
 }

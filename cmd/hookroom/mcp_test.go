@@ -29,7 +29,7 @@ func TestMCPServersInCheckAndTools(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	if code := bot.Main([]string{"check", "--config", path}, &out, &errOut); code != 0 {
+	if code := run([]string{"check", "--config", path}, &out, &errOut); code != 0 {
 		t.Fatalf("check exited %d:\n%s", code, errOut.String())
 	}
 	if !strings.Contains(errOut.String(), `mcp_servers.broken: MCP server "broken" did not start`) {
@@ -38,7 +38,7 @@ func TestMCPServersInCheckAndTools(t *testing.T) {
 
 	out.Reset()
 	errOut.Reset()
-	if code := bot.Main([]string{"tools", "--config", path, "--json"}, &out, &errOut); code != 0 {
+	if code := run([]string{"tools", "--config", path, "--json"}, &out, &errOut); code != 0 {
 		t.Fatalf("tools exited %d:\n%s", code, errOut.String())
 	}
 	var list []bot.AgentTools

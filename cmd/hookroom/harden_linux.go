@@ -1,6 +1,6 @@
 //go:build linux
 
-package bot
+package main
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // hardenProcess makes the server non-dumpable, so that processes of the
 // same user — process plugins among them — cannot read its memory or
 // /proc/<pid>/environ (where the secrets config.yaml takes from ${VAR}
-// live) and it leaves no core dump. Main calls it before loading the
+// live) and it leaves no core dump. run calls it before loading the
 // configuration. Children start dumpable again: the flag is reset on exec.
 func hardenProcess() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {

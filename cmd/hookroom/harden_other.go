@@ -1,6 +1,6 @@
 //go:build !linux
 
-package bot
+package main
 
 // hardenProcess does nothing outside Linux, which has no PR_SET_DUMPABLE.
 func hardenProcess() error { return nil }

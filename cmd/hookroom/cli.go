@@ -1,4 +1,4 @@
-package bot
+package main
 
 import (
 	"context"
@@ -9,14 +9,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
 	"github.com/rs/zerolog"
 
+	"github.com/hookroom/hookroom/bot"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/console"
+	"github.com/hookroom/hookroom/internal/buildinfo"
 )
 
 const usage = `hookroom — a Matrix chat-agent server with a hook engine
@@ -29,133 +31,84 @@ Usage:
   hookroom check  --config FILE   validate the configuration and the plugins
   hookroom hooks  --config FILE   list every hook with its effective settings
   hookroom tools  --config FILE   list each agent's effective tools
+  hookroom plugin install|update|remove|list [--config FILE] ...
+                                  install and manage plugins in plugin_install.dir
+                                  (hookroom plugin help lists the commands)
   hookroom version                print the version
 
-Docs: README.md, docs/hooks.md, config.example.yaml
+Docs: README.md, docs/operations.md, docs/hooks.md, config.example.yaml
 `
 
-// Version is set at build time with -ldflags "-X github.com/hookroom/hookroom/bot.Version=…".
-// Left at "dev", the module version from the build info is used when there
-// is one (go install …@v1.2.3).
-var Version = "dev"
-
-// buildInfo names this binary: the version (Version, or the module version
-// of a go install …@v1.2.3 build), the VCS revision and time it was built
-// from, whether the tree had local changes, and the Go version. hookroom
-// version, the console and hookroom_build_info all report it.
-type buildInfo struct {
-	version, revision, at, goVersion string
-	modified                         bool
+// run is the hookroom command line. It returns the process exit code: 0
+// on success, 1 when the command failed, 2 on a usage error. SIGINT and
+// SIGTERM end it (hookroom run stops in order).
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := stopOnSignal()
+	defer stop()
+	return runContext(ctx, args, stdout, stderr)
 }
 
-func readBuildInfo() buildInfo {
-	b := buildInfo{version: Version}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return b
-	}
-	b.goVersion = info.GoVersion
-	if b.version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		b.version = info.Main.Version
-	}
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			b.revision = s.Value
-		case "vcs.time":
-			b.at = s.Value
-		case "vcs.modified":
-			b.modified = s.Value == "true"
-		}
-	}
-	return b
-}
-
-// versionLine describes this build for `hookroom version`.
-func versionLine() string {
-	b := readBuildInfo()
-	line := "hookroom " + b.version
-	if b.revision != "" {
-		line += " (revision " + b.revision[:min(len(b.revision), 12)]
-		if b.at != "" {
-			line += ", " + b.at
-		}
-		if b.modified {
-			line += ", modified"
-		}
-		line += ")"
-	}
-	if b.goVersion != "" {
-		line += " " + b.goVersion
-	}
-	return line
-}
-
-// Main is the hookroom command line. It returns the process exit code.
-func Main(args []string, stdout, stderr io.Writer) int {
+// runContext is run until ctx ends.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) < 1 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "config.yaml", "path to config.yaml")
-	asJSON := fs.Bool("json", false, "print JSON (hooks, tools)")
 	switch cmd {
 	case "version":
-		fmt.Fprintln(stdout, versionLine())
+		fmt.Fprintln(stdout, buildinfo.Read().String())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	case "init":
-		ctx, stop := stopOnSignal()
-		defer stop()
 		return runInit(ctx, rest, initIO{stdin: os.Stdin, interactive: stdinIsTerminal(),
 			lookupEnv: os.LookupEnv, stdout: stdout, stderr: stderr})
+	case "plugin":
+		return runPlugin(ctx, rest, stdout, stderr)
 	case "run", "check", "hooks", "tools":
-	default:
-		fmt.Fprintf(stderr, "hookroom: unknown command %q\n\n%s", cmd, usage)
+		return runServer(ctx, cmd, rest, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "hookroom: unknown command %q\n\n%s", cmd, usage)
+	return 2
+}
+
+// runServer is hookroom run, check, hooks and tools.
+func runServer(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "config.yaml", "path to config.yaml")
+	asJSON := fs.Bool("json", false, "print JSON (hooks, tools)")
+	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := fs.Parse(rest); err != nil {
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "hookroom %s: unexpected argument %q\n", cmd, fs.Arg(0))
 		return 2
 	}
-	if err := hardenProcess(); err != nil {
-		fmt.Fprintf(stderr, "hookroom: %v\n", err)
-		return 1
-	}
-	ctx, stop := stopOnSignal()
-	defer stop()
-	cfg, err := config.Load(ctx, *cfgPath)
+	logs := console.NewLogBuffer(console.DefaultLogLines)
+	ctx, cfg, err := load(ctx, *cfgPath, stderr, logs)
 	if err != nil {
 		printErrors(stderr, err)
 		return 1
 	}
-	logs := console.NewLogBuffer(console.DefaultLogLines)
-	log, err := NewLogger(cfg.Log, stderr, logs)
-	if err != nil {
-		fmt.Fprintf(stderr, "hookroom: %v\n", err)
-		return 1
-	}
-	ctx = log.WithContext(ctx)
 	switch cmd {
 	case "check":
-		b, err := New(ctx, cfg, Options{Inspect: true})
+		b, err := bot.New(ctx, cfg, bot.Options{Inspect: true})
 		if err != nil {
 			printErrors(stderr, err)
 			return 1
 		}
 		b.Close()
-		if err := checkAccounts(cfg); err != nil {
+		if err := bot.CheckAccounts(cfg); err != nil {
 			printErrors(stderr, err)
 			return 1
 		}
 		fmt.Fprintf(stdout, "%s is valid: %d agents, %d rooms, %d plugins\n", cfg.Path, len(cfg.Agents), len(cfg.Rooms), len(cfg.Plugins))
 		return 0
 	case "hooks":
-		b, err := New(ctx, cfg, Options{Inspect: true})
+		b, err := bot.New(ctx, cfg, bot.Options{Inspect: true})
 		if err != nil {
 			printErrors(stderr, err)
 			return 1
@@ -163,9 +116,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		defer b.Close()
 		infos := b.Registry().Hooks()
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(infos)
+			printJSON(stdout, infos)
 			return 0
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -177,7 +128,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "\nEach agent's tools: hookroom tools --config", cfg.Path)
 		return 0
 	case "tools":
-		b, err := New(ctx, cfg, Options{Inspect: true})
+		b, err := bot.New(ctx, cfg, bot.Options{Inspect: true})
 		if err != nil {
 			printErrors(stderr, err)
 			return 1
@@ -186,9 +137,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		printTools(stdout, b.Tools(), *asJSON)
 		return 0
 	}
-	b, err := New(ctx, cfg, Options{Watch: true, Logs: logs})
+	log := *zerolog.Ctx(ctx)
+	b, err := bot.New(ctx, cfg, bot.Options{Watch: true, Logs: logs})
 	if err != nil {
-		logErrors(&log, zerolog.ErrorLevel, err, "failed to start")
+		bot.LogStartFailure(&log, err)
 		return 1
 	}
 	if err := b.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -198,12 +150,32 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// load hardens the process (the configuration holds secrets), loads the
+// configuration at path and returns ctx with a logger for it, writing to
+// stderr and, when given, to logs.
+func load(ctx context.Context, path string, stderr io.Writer, logs *console.LogBuffer) (context.Context, *config.Config, error) {
+	if err := hardenProcess(); err != nil {
+		return ctx, nil, err
+	}
+	cfg, err := config.Load(ctx, path)
+	if err != nil {
+		return ctx, nil, err
+	}
+	var tee []io.Writer
+	if logs != nil {
+		tee = append(tee, logs)
+	}
+	log, err := bot.NewLogger(cfg.Log, stderr, tee...)
+	if err != nil {
+		return ctx, nil, err
+	}
+	return log.WithContext(ctx), cfg, nil
+}
+
 // printTools prints each agent's effective tools as a table or JSON.
-func printTools(w io.Writer, list []AgentTools, asJSON bool) {
+func printTools(w io.Writer, list []bot.AgentTools, asJSON bool) {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(list)
+		printJSON(w, list)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -219,11 +191,17 @@ func printTools(w io.Writer, list []AgentTools, asJSON bool) {
 	_ = tw.Flush()
 }
 
+// printJSON prints v as indented JSON.
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
 // stopOnSignal returns a context cancelled on SIGINT or SIGTERM. Unlike
 // signal.NotifyContext's, its cause is the plain context.Canceled: requests
 // cut short by a shutdown then read as cancelled (logged at debug by the
-// Matrix client, see routineWarnings), not as failed with a "signal received"
-// error.
+// Matrix client), not as failed with a "signal received" error.
 func stopOnSignal() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
@@ -239,9 +217,12 @@ func stopOnSignal() (context.Context, func()) {
 }
 
 // printErrors prints err for the command line: each problem of a
-// configuration error list on a line of its own, behind what failed.
+// configuration error list, and each line of a message of several lines
+// (a plugin's manifest problems), on a line of its own behind "hookroom: ".
 func printErrors(w io.Writer, err error) {
-	for _, e := range splitErrors(err) {
-		fmt.Fprintf(w, "hookroom: %v\n", e)
+	for _, e := range bot.SplitErrors(err) {
+		for line := range strings.SplitSeq(e.Error(), "\n") {
+			fmt.Fprintf(w, "hookroom: %s\n", line)
+		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package bot
+package main
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package bot
+package main
 
 import (
 	"bufio"
@@ -23,6 +23,7 @@ import (
 	"maunium.net/go/mautrix/id"
 	"maunium.net/go/mautrix/synapseadmin"
 
+	"github.com/hookroom/hookroom/bot"
 	"github.com/hookroom/hookroom/config"
 )
 
@@ -46,7 +47,7 @@ var initModels = map[string]struct{ yaml, keyEnv string }{
 		"    model: claude-sonnet-4-5\n", keyEnv: "ANTHROPIC_API_KEY"},
 }
 
-// initIO is what hookroom init reads and writes besides files: Main passes
+// initIO is what hookroom init reads and writes besides files: run passes
 // the process's; tests their own.
 type initIO struct {
 	stdin       io.Reader
@@ -273,7 +274,7 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 	}
 	cfg, err := config.Load(ctx, cfgPath, config.WithLookupEnv(lookup))
 	if err == nil {
-		err = checkAccounts(cfg)
+		err = bot.CheckAccounts(cfg)
 	}
 	if err != nil {
 		return fmt.Errorf("bug: %s as written does not load: %w", cfgPath, err)

@@ -1,4 +1,4 @@
-package bot
+package main
 
 import (
 	"bufio"
@@ -268,17 +268,17 @@ func TestInitNeedsSharedSecretRegistration(t *testing.T) {
 	}
 }
 
-func TestInitThroughMain(t *testing.T) {
+func TestInitThroughRun(t *testing.T) {
 	hs := fakeHomeserver(t, false)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	t.Setenv("HOOKROOM_TEST_INIT_SECRET", "abc")
-	code := Main([]string{"init", "--homeserver", hs.URL, "--secret-env", "HOOKROOM_TEST_INIT_SECRET",
+	code := run([]string{"init", "--homeserver", hs.URL, "--secret-env", "HOOKROOM_TEST_INIT_SECRET",
 		"--invite", "@op:example.org", "--config", filepath.Join(dir, "config.yaml")}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("hookroom init exited %d: %s", code, stderr.String())
 	}
-	if code := Main([]string{"init", "--bogus"}, &stdout, &stderr); code != 2 {
+	if code := run([]string{"init", "--bogus"}, &stdout, &stderr); code != 2 {
 		t.Errorf("hookroom init --bogus exited %d, want 2", code)
 	}
 }
