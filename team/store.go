@@ -127,6 +127,7 @@ func (s *Store) Begin(ctx context.Context, k Key, task string) (done bool, err e
 // text or error and usage) and returns the step as stored. The first
 // answer stays: finishing a step that is done already changes nothing and
 // returns the stored answer, so concurrent or repeated writes agree on one.
+// A zero r.StartedAt keeps the start Begin recorded.
 func (s *Store) Finish(ctx context.Context, r Record) (Record, error) {
 	if err := r.check(); err != nil {
 		return Record{}, err
