@@ -415,3 +415,28 @@ func TestQueryTerms(t *testing.T) {
 		t.Errorf("queryTerms = %q, want %q", got, want)
 	}
 }
+
+// The same text remembered at once from several turns is stored once.
+func TestRememberRace(t *testing.T) {
+	dbtest.ForStores(t, newStore(nil), func(t *testing.T, _ *dbutil.Database, s *Store) {
+		who := Who{Agent: helper, Person: alice, Room: roomA}
+		ids := make([]string, 8)
+		wins, errs := dbtest.Race(8, func(i int) (bool, error) {
+			m, created, err := s.Remember(t.Context(), who, ScopePerson, "Alice likes tea", "$e")
+			ids[i] = m.ID
+			return created, err
+		})
+		if wins != 1 || len(errs) != 0 {
+			t.Fatalf("%d stored it, errors %v; want exactly one", wins, errs)
+		}
+		for _, got := range ids {
+			if got != ids[0] {
+				t.Errorf("ids %q: want one memory", ids)
+				break
+			}
+		}
+		if list, _ := s.List(t.Context(), who); len(list) != 1 {
+			t.Errorf("List = %q", texts(list))
+		}
+	})
+}
