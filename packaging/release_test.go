@@ -2,6 +2,7 @@ package packaging_test
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -14,10 +15,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookroom/hookroom/internal/procgroup"
 )
 
 // The release version the test builds: a pre-release, so the Debian version's "~" is tested too.
@@ -64,14 +69,30 @@ func TestRelease(t *testing.T) {
 	}
 	date := time.Unix(epoch, 0).UTC().Format("2006-01-02T15:04:05Z")
 
-	out := t.TempDir()
+	// The build stops (with everything it started: go build's compilers) a minute before the
+	// test's deadline, so a slow build fails with its output instead of a panic that leaves
+	// the compilers running; its temporary files are under a directory the test removes.
+	ctx := t.Context()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Minute))
+		defer cancel()
+	}
+	out, tmp := t.TempDir(), t.TempDir()
 	start := time.Now()
-	cmd := exec.Command(filepath.Join(repo, "scripts/release.sh"), "v"+testVersion, out)
-	cmd.Env = append(os.Environ(), "HOOKROOM_RELEASE_ARCHES="+runtime.GOARCH, "HOOKROOM_RELEASE_REF="+revision)
-	cmd.Env = slicesDeleteEnv(cmd.Env, "SOURCE_DATE_EPOCH")
+	cmd := exec.CommandContext(ctx, filepath.Join(repo, "scripts/release.sh"), "v"+testVersion, out)
+	cmd.Env = append(withoutEnv(os.Environ(), "SOURCE_DATE_EPOCH", "TMPDIR"),
+		"HOOKROOM_RELEASE_ARCHES="+runtime.GOARCH, "HOOKROOM_RELEASE_REF="+revision, "TMPDIR="+tmp)
+	procgroup.Set(cmd)
+	cmd.Cancel = func() error { return procgroup.Signal(cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
+	if ctx.Err() != nil {
+		t.Fatalf("scripts/release.sh did not finish in %s (a cold Go build cache on a busy machine? go test -timeout 20m):\n%s",
+			time.Since(start).Round(time.Second), stderr.String())
+	}
 	if err != nil {
 		t.Fatalf("scripts/release.sh: %v\n%s", err, stderr.String())
 	}
@@ -311,10 +332,12 @@ func run(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-func slicesDeleteEnv(env []string, name string) []string {
-	out := env[:0:0]
+// withoutEnv is env without the variables names.
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
 			out = append(out, kv)
 		}
 	}
