@@ -30,7 +30,7 @@
 #                            $HOOKROOM_CACHE/nfpm-v2.45.2/nfpm from packaging/nfpm (pinned, with
 #                            its checksums in packaging/nfpm/go.sum)
 #
-# Needs go (the version in go.mod's go line or newer), git, sha256sum; the Go module proxy or a
+# Needs go (the version in go.mod's go line or newer), git, sha256sum, flock; the Go module proxy or a
 # warm module cache.
 set -euo pipefail
 
@@ -56,7 +56,7 @@ read -r -a ARCHES <<<"${HOOKROOM_RELEASE_ARCHES:-amd64 arm64}"
 for arch in "${ARCHES[@]}"; do
   [[ "$arch" == amd64 || "$arch" == arm64 ]] || die "unsupported architecture \"$arch\" (amd64 | arm64)"
 done
-for cmd in go git sha256sum tar; do
+for cmd in go git sha256sum tar flock; do
   command -v "$cmd" >/dev/null || die "needs $cmd on PATH"
 done
 
