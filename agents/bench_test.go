@@ -32,6 +32,14 @@ func BenchmarkRun(b *testing.B) {
 		hooks.Handle(hooks.ToolBeforeCall, "gate", func(_ context.Context, c *hooks.ToolBeforeCallContext) error { return nil }),
 		hooks.Handle(hooks.ToolAfterCall, "audit", func(_ context.Context, c *hooks.ToolAfterCallContext) error { return nil }),
 	)
+	modelHooks := hooktest.NewRegistry(b,
+		hooks.Handle(hooks.ModelRequest, "redact", func(_ context.Context, c *hooks.ModelRequestContext) error {
+			c.ReplaceText("hunter2", "[secret]")
+			return nil
+		}, hooks.Inline()),
+		hooks.Handle(hooks.ModelResponse, "meter", func(_ context.Context, c *hooks.ModelResponseContext) error { return nil }, hooks.Inline()),
+		hooks.Handle(hooks.ToolResult, "mask", func(_ context.Context, c *hooks.ToolResultContext) error { return nil }, hooks.Inline()),
+	)
 	cases := []struct {
 		name  string
 		steps [][]agents.Event
@@ -41,6 +49,7 @@ func BenchmarkRun(b *testing.B) {
 		{name: "one tool call, no hooks", steps: [][]agents.Event{toolStep, textStep}},
 		{name: "one tool call, gate and observer hooks", steps: [][]agents.Event{toolStep, textStep}, reg: gates},
 		{name: "four tool rounds, gate and observer hooks", steps: [][]agents.Event{toolStep, toolStep, toolStep, toolStep, textStep}, reg: gates},
+		{name: "four tool rounds, inline model hooks", steps: [][]agents.Event{toolStep, toolStep, toolStep, toolStep, textStep}, reg: modelHooks},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

@@ -55,8 +55,9 @@ type stopper interface{ stopped() bool }
 // set to something the emitter cannot use (model:resolve: a model
 // config.yaml does not define). A hook whose copy fails check after it
 // returned in time has failed with check's error: it is logged and
-// counted as an error, and its changes are dropped.
-type checker interface{ check() error }
+// counted as an error, and its changes are dropped. before holds the
+// designated fields as the hook got them.
+type checker[T any] interface{ check(before *T) error }
 
 // failCloser is implemented by gate contexts: a failing hook whose failure
 // policy is closed declines with reason.

@@ -1089,6 +1089,4 @@ var (
 	_ stopper    = (*PluginInstallContext)(nil)
 	_ failCloser = (*PluginInstallContext)(nil)
 	_ stopper    = (*ModelRequestContext)(nil)
-	_ checker    = (*ModelResolveContext)(nil)
-	_ checker    = (*ModelRequestContext)(nil)
 )

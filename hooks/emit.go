@@ -326,7 +326,7 @@ func newSerialRun[T any, P ContextOf[T]](ctx context.Context, em emission, hooks
 	if s == nil {
 		s = new(serialRun[T, P])
 		s.st, s.stops = any(P(&s.current)).(stopper)
-		_, s.checks = any(P(&s.current)).(checker)
+		_, s.checks = any(P(&s.current)).(checker[T])
 	}
 	s.em, s.hooks, s.parent, s.depth, s.stop = em, hooks, ctx, em.depth+1, ctx.Done()
 	s.off = max(inline-1, 0)
@@ -557,7 +557,7 @@ func (s *serialRun[T, P]) runHook(j int, start instant, onEmitter bool) (end ins
 	hc.release()
 	o := result(err, elapsed, h.timeout)
 	if o == OutcomeOK && s.checks {
-		if err = any(P(cp)).(checker).check(); err != nil {
+		if err = any(P(cp)).(checker[T]).check(&s.current); err != nil {
 			o = OutcomeError
 		}
 	}

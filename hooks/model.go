@@ -22,6 +22,12 @@ import (
 // context (WhereFrom), and its agents= and rooms= filters match Where's
 // Agent and RoomID.
 
+// The checks of the model contexts (see checker).
+var (
+	_ checker[ModelResolveContext] = (*ModelResolveContext)(nil)
+	_ checker[ModelRequestContext] = (*ModelRequestContext)(nil)
+)
+
 func (w *Where) route() route {
 	return route{agent: w.Agent, room: w.RoomID, thread: w.ThreadID, requester: w.RequesterID}
 }
@@ -70,9 +76,10 @@ func (c *ModelResolveContext) merge(from *ModelResolveContext) {
 	mergeFields(c.mutableFields(), c, from)
 }
 
-// check fails a hook that chose a model config.yaml does not define.
-func (c *ModelResolveContext) check() error {
-	if slices.Contains(c.Models, c.Model) {
+// check fails a hook that chose a model config.yaml does not define (one
+// that left the model as it got it never fails).
+func (c *ModelResolveContext) check(before *ModelResolveContext) error {
+	if c.Model == before.Model || slices.Contains(c.Models, c.Model) {
 		return nil
 	}
 	return fmt.Errorf("the hook chose model %q, which is not configured (configured: %s)", c.Model, strings.Join(c.Models, ", "))
@@ -105,11 +112,15 @@ type ModelChoice struct {
 
 // ResolveModel runs model:resolve for a turn and returns the model the
 // turn uses: ch.Requested, else ch.Configured, unless a hook chose another
-// of ch.Models. The context's Where is taken from ctx (WithWhere). Without
-// model:resolve hooks nothing is built. When the emission fails (ctx
-// ended, the recursion limit) it returns the model the turn started from
-// with the error, which the caller logs.
+// of ch.Models. A Requested model that is not among ch.Models (a choice
+// config.yaml no longer defines) is ignored. The context's Where is taken
+// from ctx (WithWhere). Without model:resolve hooks nothing is built. When
+// the emission fails (ctx ended, the recursion limit) it returns the model
+// the turn started from with the error, which the caller logs.
 func ResolveModel(ctx context.Context, reg *Registry, ch ModelChoice) (string, error) {
+	if ch.Requested != "" && len(ch.Models) > 0 && !slices.Contains(ch.Models, ch.Requested) {
+		ch.Requested = ""
+	}
 	model := cmp.Or(ch.Requested, ch.Configured)
 	if !reg.Has(ModelResolve.Name()) {
 		return model, nil
@@ -223,7 +234,7 @@ func (c *ModelRequestContext) merge(from *ModelRequestContext) {
 func (c *ModelRequestContext) stopped() bool { return c.Refused }
 
 // check fails a hook that left a message no model understands.
-func (c *ModelRequestContext) check() error {
+func (c *ModelRequestContext) check(*ModelRequestContext) error {
 	for i, m := range c.Messages {
 		switch m.Role {
 		case RoleSystem, RoleUser, RoleAssistant, RoleTool:

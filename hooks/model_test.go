@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -130,6 +131,15 @@ func TestModelResolve(t *testing.T) {
 				}
 				return nil
 			}}, want: "cheap", wantError: "gpt-9"},
+		{name: "a stale choice is ignored", choice: hooks.ModelChoice{Text: "hi", Configured: "default", Requested: "removed", Source: hooks.ModelFromRoom, Models: models},
+			want: "default"},
+		{name: "a stale choice is ignored, also with hooks", choice: hooks.ModelChoice{Text: "hi", Configured: "default", Requested: "removed", Source: hooks.ModelFromRoom, Models: models},
+			hooks: []func(context.Context, *hooks.ModelResolveContext) error{func(_ context.Context, c *hooks.ModelResolveContext) error {
+				if c.Source != hooks.ModelFromConfig || c.Requested != "" {
+					return errors.New("the hook saw the stale choice")
+				}
+				return nil
+			}}, want: "default"},
 		{name: "empty model is refused too", choice: hooks.ModelChoice{Configured: "default", Models: models},
 			hooks: []func(context.Context, *hooks.ModelResolveContext) error{choose("")}, want: "default", wantError: "not configured"},
 	}
@@ -313,5 +323,18 @@ func TestModelEventsRouteByWhere(t *testing.T) {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("JSON lacks %s: %s", want, raw)
 		}
+	}
+}
+
+// The check blames only a hook that changed the model: one that leaves a
+// model it got alone (even one config.yaml no longer defines) succeeds.
+func TestModelResolveCheckBlamesTheChange(t *testing.T) {
+	keep := hooks.Handle(hooks.ModelResolve, "keep", func(context.Context, *hooks.ModelResolveContext) error { return nil })
+	reg := hooktest.NewRegistry(t, keep)
+	c := hooktest.ModelResolve("hi", "default", "default", "cheap")
+	c.Model = "removed"
+	hooktest.Emit(t, reg, hooks.ModelResolve, c)
+	if s := reg.Stats()[0]; s.Errors != 0 || s.Invocations != 1 || c.Model != "removed" {
+		t.Errorf("stats %+v, model %q", s, c.Model)
 	}
 }
