@@ -17,7 +17,7 @@ import (
 // The tool loop's model hooks: model:request before every model call,
 // model:response after it, tool:result before a tool's output reaches the
 // model and the turn's messages. Each is emitted only when the turn's
-// registry has hooks for it (Registry.Has): without hooks the loop builds
+// registry has hooks for it (hooks.Subscribed): without hooks the loop builds
 // nothing and sends what it sent before.
 
 // ErrRequestRefused is what a run ends with when a model:request hook

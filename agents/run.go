@@ -209,12 +209,12 @@ func (r *runner) run(ctx context.Context) error {
 	for round := 0; ; round++ {
 		r.stepBegun = false
 		mreq := &Request{Messages: msgs, Tools: specs, MaxTokens: r.req.MaxTokens, Temperature: r.req.Temperature}
-		if r.req.Hooks.Has(hooks.ModelRequest.Name()) {
+		if hooks.Subscribed(r.req.Hooks, hooks.ModelRequest) {
 			if err := r.request(ctx, mreq, round+1); err != nil {
 				return err
 			}
 		}
-		observed := r.req.Hooks.Has(hooks.ModelResponse.Name())
+		observed := hooks.Subscribed(r.req.Hooks, hooks.ModelResponse)
 		var start time.Time
 		if observed {
 			start = time.Now()
@@ -325,7 +325,7 @@ func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 			log.Warn().Err(err).Str("tool", tc.Name).Msg("failed to run tool:after_call hooks")
 		}
 	}
-	if r.req.Hooks.Has(hooks.ToolResult.Name()) {
+	if hooks.Subscribed(r.req.Hooks, hooks.ToolResult) {
 		var err error
 		if content, err = r.toolResult(ctx, hc, tc.ID, &entry, content); err != nil {
 			return "", err

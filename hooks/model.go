@@ -122,7 +122,7 @@ func ResolveModel(ctx context.Context, reg *Registry, ch ModelChoice) (string, e
 		ch.Requested = ""
 	}
 	model := cmp.Or(ch.Requested, ch.Configured)
-	if !reg.Has(ModelResolve.Name()) {
+	if !Subscribed(reg, ModelResolve) {
 		return model, nil
 	}
 	src := ch.Source

@@ -338,3 +338,32 @@ func TestModelResolveCheckBlamesTheChange(t *testing.T) {
 		t.Errorf("stats %+v, model %q", s, c.Model)
 	}
 }
+
+// Subscribed is Has for a typed event.
+func TestSubscribed(t *testing.T) {
+	nop := func(context.Context, *hooks.ModelRequestContext) error { return nil }
+	todo := hooks.MustCustomEvent("todo:done")
+	reg := hooktest.NewRegistry(t,
+		hooks.Handle(hooks.ModelRequest, "r", nop),
+		hooks.Handle(todo, "c", func(context.Context, *hooks.CustomEventContext) error { return nil }))
+	cases := []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"nil registry", hooks.Subscribed(nil, hooks.ModelRequest), false},
+		{"registered", hooks.Subscribed(reg, hooks.ModelRequest), true},
+		{"other event", hooks.Subscribed(reg, hooks.ModelResponse), false},
+		{"custom", hooks.Subscribed(reg, todo), true},
+		{"other custom", hooks.Subscribed(reg, hooks.MustCustomEvent("todo:other")), false},
+		{"empty registry", hooks.Subscribed(hooktest.NewRegistry(t), hooks.ModelRequest), false},
+	}
+	for _, tc := range cases {
+		if tc.got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
+		}
+		if tc.name == "registered" && tc.got != reg.Has("model:request") {
+			t.Errorf("Subscribed and Has disagree")
+		}
+	}
+}

@@ -413,6 +413,17 @@ func (r *Registry) Has(name string) bool {
 	return eh != nil && len(eh.hooks) > 0
 }
 
+// Subscribed reports whether reg has any hook for ev: Has for a typed
+// event, without looking its name up (an index into the registry's table
+// for a built-in event), for emitters on hot paths.
+func Subscribed[T any](reg *Registry, ev Event[T]) bool {
+	if reg == nil || ev.info == nil {
+		return false
+	}
+	eh := reg.lookup(ev.info)
+	return eh != nil && len(eh.hooks) > 0
+}
+
 // eligible returns the hooks of eh that apply to a context with route rt,
 // computed once per emission before any hook runs.
 func (r *Registry) eligible(eh *eventHooks, rt route) []*registered {
