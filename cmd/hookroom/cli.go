@@ -195,6 +195,7 @@ func printTools(w io.Writer, list []bot.AgentTools, asJSON bool) {
 func printJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
 
