@@ -104,7 +104,7 @@ func newHarness(t *testing.T, mode string) *harness {
 // (sdktest's), and some of its own.
 func TestRoundTripEveryMode(t *testing.T) {
 	h := newHarness(t, "ok")
-	sdktest.RunShared(t, h.Harness, sdktest.Declared{Hooks: 12, GuardTimeout: 150 * time.Millisecond})
+	sdktest.RunShared(t, h.Harness, sdktest.Declared{Hooks: 15, GuardTimeout: 150 * time.Millisecond})
 	t.Run("version", func(t *testing.T) {
 		if v := h.p.Version(); v != "1.2.3" {
 			t.Errorf("version = %q", v)
@@ -120,6 +120,36 @@ func TestRoundTripEveryMode(t *testing.T) {
 			`state={'n': 1} all=1 missing=None plugin=py-test hook=callbacks event=message:after_response`)
 	})
 	t.Run("tools", func(t *testing.T) { sdktest.CheckTools(t, h.Harness) })
+	t.Run("model events", func(t *testing.T) {
+		r := hooktest.ModelResolve("a hard question", "default", "default", "smart")
+		sdktest.Emit(t, h.Harness, hooks.ModelResolve, r)
+		if r.Model != "smart" {
+			t.Errorf("model:resolve chose %q", r.Model)
+		}
+		// A model config.yaml does not define fails the hook on the host.
+		r = hooktest.ModelResolve("a hard unknown question", "default", "default", "smart")
+		sdktest.Emit(t, h.Harness, hooks.ModelResolve, r)
+		if r.Model != "default" {
+			t.Errorf("model:resolve took an unknown model: %q", r.Model)
+		}
+		h.Logs.WaitFor(t, `the hook chose model \"gpt-9\", which is not configured`, 3*time.Second)
+		q := hooktest.ModelRequest("my password is hunter2", "shell", "clock")
+		sdktest.Emit(t, h.Harness, hooks.ModelRequest, q)
+		if len(q.Messages) != 2 || q.Messages[1].Content != "my password is [secret]" || len(q.Tools) != 1 || q.Tools[0].Name != "clock" || q.Refused {
+			t.Errorf("model:request = %+v", q)
+		}
+		q = hooktest.ModelRequest("hi", "clock")
+		q.Round = 4
+		sdktest.Emit(t, h.Harness, hooks.ModelRequest, q)
+		if !q.Refused || q.RefuseReason != "too many rounds for default" {
+			t.Errorf("model:request refusal = %+v", q)
+		}
+		tr := hooktest.ToolResult("env", "", "key=AKIA1234")
+		sdktest.Emit(t, h.Harness, hooks.ToolResult, tr)
+		if tr.Content != "key=AKIA****" {
+			t.Errorf("tool:result = %q", tr.Content)
+		}
+	})
 	t.Run("failure log", func(t *testing.T) {
 		// The failing hook ran in RunShared; its exception is logged with
 		// the traceback.

@@ -79,6 +79,25 @@ async def callbacks(ctx):
     ctx.logger.info("callbacks done", report=report)
 
 
+@hook("model:resolve")
+async def route(ctx):
+    if not ctx.requested and "hard" in ctx.text:
+        ctx.model = "gpt-9" if "unknown" in ctx.text else "smart"
+
+
+@hook("model:request")
+async def redact(ctx):
+    ctx.replace_text("hunter2", "[secret]")
+    ctx.remove_tool("shell")
+    if ctx.round > 3:
+        ctx.refuse(f"too many rounds for {ctx.model}")
+
+
+@hook("tool:result")
+async def mask(ctx):
+    ctx.content = ctx.content.replace("AKIA1234", "AKIA****")
+
+
 @hook("sdktest:emitted")
 async def emitted(ctx):
     await ctx.send_message("!room:localhost", "emitted from " + ctx.payload["from"])
