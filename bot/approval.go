@@ -186,7 +186,7 @@ func (b *Bot) waitCaughtUp(ctx context.Context, w *world, room id.RoomID, limit 
 // mayDecide reports whether user may answer approval a: the person the turn
 // answered, or a global user of w.
 func (w *world) mayDecide(user id.UserID, a approval.Approval) bool {
-	return user == a.Requester || slices.Contains(w.cfg.Authorization.GlobalUsers, user)
+	return user == a.Requester || w.isGlobal(user)
 }
 
 // resolveApproval decides a pending approval (the first decision wins),

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,8 @@ import (
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/mcp"
 	"github.com/hookroom/hookroom/plugins"
+	"github.com/hookroom/hookroom/policy"
+	"github.com/hookroom/hookroom/prefs"
 	"github.com/hookroom/hookroom/schedule"
 	"github.com/hookroom/hookroom/trace"
 	"github.com/hookroom/hookroom/tracking"
@@ -84,8 +87,10 @@ type Bot struct {
 	sched         *schedule.Store
 	schedRunner   *schedule.Runner
 	approvals     *approval.Store
-	traces        *trace.Store // turn traces (the console's inspector)
-	traceW        *traceWriter // saves them; nil until Run starts it
+	pairings      *policy.Store // DM pairing codes and pairings
+	prefs         *prefs.Store  // what people set from chat (!model)
+	traces        *trace.Store  // turn traces (the console's inspector)
+	traceW        *traceWriter  // saves them; nil until Run starts it
 	approvalWaits approvalWaiters
 	turns         turn.Queues
 	turnsByEvent  turn.Index
@@ -128,6 +133,11 @@ type world struct {
 	// their tool lists (effectiveTools).
 	mcp      *mcp.Set
 	mcpTools mcpToolState
+	// policy decides who each agent answers (buildPolicy); limits are the
+	// message rate limits, shared with the next world while rate_limits
+	// stays the same.
+	policy *policy.Policy
+	limits *policy.Limits
 }
 
 // withoutAccounts returns a copy of w without accounts and rooms, for
@@ -135,6 +145,7 @@ type world struct {
 func (w *world) withoutAccounts() *world {
 	return &world{
 		cfg: w.cfg, models: w.models, specs: w.specs, plugins: w.plugins, reg: w.reg, tools: w.tools, mcp: w.mcp,
+		policy: w.policy, limits: w.limits,
 		mcpTools: mcpToolState{version: w.mcpTools.version},
 		agents:   map[hooks.AgentName]*matrixio.Account{}, accounts: map[id.UserID]entity{},
 		rooms: map[string]id.RoomID{}, joined: map[hooks.AgentName][]id.RoomID{},
@@ -155,6 +166,12 @@ type entity struct {
 // registry, but does not talk to the homeserver yet (Run does).
 func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	b := &Bot{opts: opts, log: *zerolog.Ctx(ctx), ready: map[id.UserID]bool{}}
+	// The authorization policy's settings are checked with config.yaml's
+	// own, also on every reload and in the console's editor.
+	b.opts.ConfigOptions = append(slices.Clip(opts.ConfigOptions), config.WithValidator(checkPolicy))
+	if errs := checkPolicy(cfg); len(errs) > 0 {
+		return nil, errs
+	}
 	// The first world is built here and published once, complete, at the
 	// end (Run publishes it again with the accounts and rooms); nothing
 	// writes to a published world.
@@ -204,6 +221,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	if err := b.approvals.Upgrade(ctx); err != nil {
 		return nil, closeWith(err)
 	}
+	b.prefs = prefs.New(db.Database)
+	if err := b.prefs.Upgrade(ctx); err != nil {
+		return nil, closeWith(err)
+	}
+	b.pairings = policy.NewStore(db.Database)
+	if err := b.pairings.Upgrade(ctx); err != nil {
+		return nil, closeWith(err)
+	}
 	b.traces = trace.New(db.Database)
 	if err := b.traces.Upgrade(ctx); err != nil {
 		return nil, closeWith(err)
@@ -228,6 +253,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 		return nil, closeWith(err)
 	}
 	if err := applyTools(ctx, w); err != nil {
+		return nil, closeWith(err)
+	}
+	// Room references of reply_to resolve once Run has provisioned the
+	// rooms (buildPolicy); until then only room ids do.
+	if w.policy, err = policy.New(policyOptions(cfg.Authorization), nil); err != nil {
+		return nil, closeWith(err)
+	}
+	if w.limits, err = policy.NewLimits(rateLimits(cfg.RateLimits)); err != nil {
 		return nil, closeWith(err)
 	}
 	b.state.Store(w)
@@ -310,6 +343,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	b.log.Info().Int("accounts", len(w.accounts)).Dur("took", time.Since(start)).Msg("accounts started")
 	if err := b.provisionRooms(ctx, w); err != nil {
+		return err
+	}
+	if err := b.buildPolicy(ctx, w, nil); err != nil {
 		return err
 	}
 	b.state.Store(w)

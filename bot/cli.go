@@ -4,7 +4,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hookroom/hookroom/config"
-	"github.com/hookroom/hookroom/internal/buildinfo"
 )
 
 // What the command line (cmd/hookroom) needs besides New, Run and the
@@ -28,7 +27,3 @@ func SplitErrors(err error) []error { return splitErrors(err) }
 func LogStartFailure(log *zerolog.Logger, err error) {
 	logErrors(log, zerolog.ErrorLevel, err, "failed to start")
 }
-
-// versionLine names this build for the console's overview, as hookroom
-// version prints it.
-func versionLine() string { return buildinfo.Read().String() }

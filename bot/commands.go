@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -14,6 +13,7 @@ import (
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/runes"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/prefs"
 )
 
 // command is a parsed "!name args" message.
@@ -39,10 +39,12 @@ const helpText = `**hookroom** — talk to the agents of this room by mentioning
 Commands:
 - ` + "`!help`" + ` — this message
 - ` + "`!agents`" + ` — the agents in this room
+- ` + "`!model [NAME|list|reset]`" + ` — the model this thread runs on; ` + "`!model room NAME|reset`" + ` the room's default
 - ` + "`!schedule <when> <message>`" + ` — post a message later in this thread, for you: ` + "`in 10 minutes …`, `tomorrow at 9:00 …`, `every weekday at 9:00 …`, `every 15 minutes …`, `cron \"*/5 * * * *\" …`" + `
 - ` + "`!schedules`" + ` — this room's schedules; ` + "`!unschedule ID`" + ` cancels one (its creator or admins)
 - ` + "`!usage`" + ` — the tokens each agent used in this room today and this month, and yours today against your daily budget; ` + "`!usage all`" + ` for every room (admins)
 - ` + "`!hooks`" + ` — the hooks in service (admins)
+- ` + "`!pair CODE`" + ` — let the person who got pairing code CODE talk to the agent in direct messages (admins); ` + "`!pairings`" + ` lists pairings and waiting codes, ` + "`!unpair AGENT @user`" + ` ends one
 - ` + "`!reload-plugins`" + ` — reload config.yaml and restart every plugin (admins)`
 
 // runCommand answers a command as the router, or, in a room without the
@@ -50,7 +52,7 @@ Commands:
 func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, cmd command) {
 	var reply string
 	thread := env.ThreadID
-	admin := slices.Contains(w.cfg.Authorization.GlobalUsers, ev.Sender)
+	admin := w.isGlobal(ev.Sender)
 	switch cmd.name {
 	case "help":
 		reply = helpText
@@ -58,7 +60,10 @@ func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hoo
 		var s strings.Builder
 		for _, name := range b.agentsOf(w, ev.RoomID) {
 			a := w.cfg.Agents[string(name)]
-			fmt.Fprintf(&s, "- **%s** (%s): %s\n", cmp.Or(a.DisplayName, string(name)), w.agents[name].UserID(), cmp.Or(a.Role, "no role set"))
+			fmt.Fprintf(&s, "- **%s** (%s): %s; model %s\n", cmp.Or(a.DisplayName, string(name)), w.agents[name].UserID(), cmp.Or(a.Role, "no role set"), a.Model)
+		}
+		if st, ok, err := b.prefs.Effective(ctx, ev.RoomID, env.ThreadID, prefs.Model); err == nil && ok {
+			fmt.Fprintf(&s, "\nHere they run on **%s** (`!model`, set by %s for this %s).\n", st.Value, st.SetBy, st.Level())
 		}
 		reply = cmp.Or(s.String(), "No agents in this room.")
 	case "reload-plugins":
@@ -94,6 +99,14 @@ func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hoo
 			fmt.Fprintf(&s, "- `%s` %s/%s (priority %d, %s)\n", h.Event, h.Plugin, h.Hook, h.Priority, h.Timeout)
 		}
 		reply = cmp.Or(s.String(), "No hooks are registered.")
+	case "model":
+		reply = b.modelCommand(ctx, w, ev, env, cmd, admin)
+	case "pair", "pairings", "unpair":
+		if !admin {
+			reply = "Only hookroom's administrators (authorization.global_users) may pair people with agents."
+			break
+		}
+		reply = b.pairingCommand(ctx, w, ev, cmd)
 	default:
 		reply = fmt.Sprintf("Unknown command `!%s`. Try `!help`.", cmd.name)
 	}

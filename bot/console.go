@@ -18,6 +18,7 @@ import (
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/console"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/buildinfo"
 	tokens "github.com/hookroom/hookroom/usage"
 )
 
@@ -71,7 +72,7 @@ type consoleStatus struct{ b *Bot }
 func (s consoleStatus) Overview(ctx context.Context) console.Overview {
 	b := s.b
 	a := adminBackend{b}
-	o := console.Overview{Version: versionLine(), Reloads: b.ops.reloads.list()}
+	o := console.Overview{Version: buildinfo.Read().String(), Reloads: b.ops.reloads.list()}
 	o.Reasons = a.Ready(ctx)
 	o.Ready = len(o.Reasons) == 0
 	w := b.w()

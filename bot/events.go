@@ -74,10 +74,21 @@ func (b *Bot) authorized(w *world, user id.UserID, room id.RoomID) bool {
 	if w.isManaged(user) {
 		return false
 	}
-	auth := w.cfg.Authorization
-	if slices.Contains(auth.GlobalUsers, user) {
+	person, _ := w.policy.Canonical(user)
+	if w.policy.IsGlobal(person) || b.roomRules(w, user, room) || (person != user && b.roomRules(w, person, room)) {
 		return true
 	}
+	// In a direct message with an agent, its DM policy decides once the
+	// message is routed (admit): open and pairing admit people the room
+	// rules do not know.
+	return b.directRoom(w, room)
+}
+
+// roomRules reports whether config.yaml's room rules admit user in room:
+// room_permissions, default_room_access, or having invited hookroom into
+// the room while invite_users (or global_users) allows it.
+func (b *Bot) roomRules(w *world, user id.UserID, room id.RoomID) bool {
+	auth := w.cfg.Authorization
 	listed := false
 	for ref, users := range auth.RoomPermissions {
 		if w.roomRefID(ref) != room {
@@ -91,7 +102,36 @@ func (b *Bot) authorized(w *world, user id.UserID, room id.RoomID) bool {
 	if !listed && auth.DefaultRoomAccess {
 		return true
 	}
-	return auth.MayInvite(user) && b.invited.invitedBy(room, user)
+	return w.mayInvite(user) && b.invited.invitedBy(room, user)
+}
+
+// mayInvite reports whether user may invite hookroom's accounts into rooms
+// of their own: a global user (a pattern, after aliases) or one named by
+// invite_users.
+func (w *world) mayInvite(user id.UserID) bool {
+	person, _ := w.policy.Canonical(user)
+	return w.policy.IsGlobal(person) || w.cfg.Authorization.MayInvite(user) || w.cfg.Authorization.MayInvite(person)
+}
+
+// isGlobal reports whether user is one of hookroom's administrators
+// (authorization.global_users, after aliases).
+func (w *world) isGlobal(user id.UserID) bool {
+	if w.policy == nil { // a world built by hand (tests)
+		return slices.Contains(w.cfg.Authorization.GlobalUsers, user)
+	}
+	person, _ := w.policy.Canonical(user)
+	return w.policy.IsGlobal(person)
+}
+
+// directRoom reports whether room is a direct message with one of w's
+// agents (joined on that person's invite with is_direct).
+func (b *Bot) directRoom(w *world, room id.RoomID) bool {
+	for _, acct := range w.agents {
+		if b.invited.directWith(room, acct.UserID()) {
+			return true
+		}
+	}
+	return false
 }
 
 // roomRefID resolves a room reference of config.yaml (a room key, a room id
@@ -166,6 +206,9 @@ func (b *Bot) handleMessage(ctx context.Context, w *world, ev *event.Event, repl
 		return false
 	}
 	log.Info().Str("agent", string(decision.agent)).Str("why", decision.reason).Msg("routed")
+	if !b.admit(ctx, w, ev, env, decision.agent) {
+		return false
+	}
 	if decision.reason == "router" || decision.reason == "fallback" {
 		b.handoff(ctx, w, ev, env, decision.agent)
 	}

@@ -13,6 +13,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/policy"
 	"github.com/hookroom/hookroom/tracking"
 )
 
@@ -64,6 +65,15 @@ func (r *invitedRooms) has(room id.RoomID, account id.UserID) bool {
 	defer r.mu.RUnlock()
 	_, ok := r.rooms[room][account]
 	return ok
+}
+
+// directWith reports whether room is a direct message account joined on a
+// person's invite.
+func (r *invitedRooms) directWith(room id.RoomID, account id.UserID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	row, ok := r.rooms[room][account]
+	return ok && row.IsDirect
 }
 
 // invitedBy reports whether user invited one of hookroom's accounts into room.
@@ -142,7 +152,7 @@ func (b *Bot) handleInvite(ctx context.Context, e entity, inv matrixio.Invite) e
 	switch {
 	case own:
 		return b.acceptInvite(ctx, e, inv, false)
-	case inv.Sender != "" && !w.isManaged(inv.Sender) && w.cfg.Authorization.MayInvite(inv.Sender):
+	case inv.Sender != "" && !w.isManaged(inv.Sender) && b.acceptsInvite(w, e, inv):
 		return b.acceptInvite(ctx, e, inv, true)
 	default:
 		return b.declineInvite(ctx, e, inv)
@@ -203,6 +213,21 @@ func (b *Bot) declineInvite(ctx context.Context, e entity, inv matrixio.Invite) 
 	}
 	log.Info().Msg("declined an invite from a user not allowed to invite")
 	return nil
+}
+
+// acceptsInvite reports whether e accepts a person's invite: from a global
+// user or someone invite_users names; and, for a direct message with an
+// agent, from anyone the agent's DM policy admits or would give a pairing
+// code (open, pairing, a reply_to that names them).
+func (b *Bot) acceptsInvite(w *world, e entity, inv matrixio.Invite) bool {
+	if w.mayInvite(inv.Sender) {
+		return true
+	}
+	if e.router || !isDirect(inv) {
+		return false
+	}
+	d := w.policy.Decide(policy.Request{Sender: inv.Sender, Agent: e.name, Room: inv.RoomID, DM: true, Pairings: b.pairings})
+	return d.Allow || d.Reason == policy.ReasonPairingRequired
 }
 
 // isDirect reads the is_direct flag of an invite.

@@ -63,7 +63,7 @@ func (r ReloadReport) Summary() string {
 		set  bool
 		name string
 	}{
-		{c.Models, "models"}, {c.Router, "router"}, {c.RouterProfile, "router profile"}, {c.Authorization, "authorization"},
+		{c.Models, "models"}, {c.Router, "router"}, {c.RouterProfile, "router profile"}, {c.Authorization, "authorization"}, {c.RateLimits, "rate_limits"},
 		{c.Defaults, "defaults"}, {c.Hooks, "hooks"}, {c.Attachments, "attachments"},
 		{c.Usage, "usage"}, {c.Schedules, "schedules"}, {c.ToolApproval, "tool_approval"},
 		{c.Traces, "traces"},
@@ -172,6 +172,11 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 		}
 	} else {
 		next.agents, next.accounts, next.rooms, next.joined = old.agents, old.accounts, old.rooms, old.joined
+	}
+
+	if err := b.buildPolicy(ctx, next, old); err != nil {
+		b.discard(next, old)
+		return rep, fmt.Errorf("failed to reload: %w", err)
 	}
 
 	if rep.Config.RouterProfile && b.router != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -281,7 +280,7 @@ func (b *Bot) unscheduleCommand(ctx context.Context, w *world, room id.RoomID, r
 // cancelSchedule cancels a schedule for requester, who must be its creator
 // or a global user, in its room; errors are meant for the person.
 func (b *Bot) cancelSchedule(ctx context.Context, w *world, room id.RoomID, requester id.UserID, taskID string) (string, error) {
-	admin := slices.Contains(w.cfg.Authorization.GlobalUsers, requester)
+	admin := w.isGlobal(requester)
 	t, err := b.sched.Get(ctx, taskID)
 	if errors.Is(err, schedule.ErrNotFound) || (err == nil && t.RoomID != room && !admin) {
 		return "", fmt.Errorf("no schedule %q in this room", taskID)

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/turn"
+	"github.com/hookroom/hookroom/prefs"
 	"github.com/hookroom/hookroom/trace"
 )
 
@@ -54,7 +56,10 @@ func (b *Bot) startTurn(ctx context.Context, w *world, ev *event.Event, env hook
 func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, agent hooks.AgentName, acct turn.Account, reg *hooks.Registry, replayed bool) *turn.Turn {
 	cfg := w.cfg
 	a := cfg.Agents[string(agent)]
-	spec := w.specs[a.Model]
+	models := make(map[string]turn.ModelOption, len(w.models))
+	for name := range w.models {
+		models[name] = w.modelOption(name)
+	}
 	s := turn.Spec{
 		Event: ev, Envelope: env, Agent: agent, Account: acct, Registry: reg, Replayed: replayed,
 		Accounts: func(user id.UserID) turn.Account {
@@ -63,15 +68,12 @@ func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.
 			}
 			return nil
 		},
-		Persona:       turn.Persona{DisplayName: a.DisplayName, Role: a.Role, Instructions: a.Instructions},
-		Model:         w.models[a.Model],
-		ProviderModel: w.providerModel(agent),
-		ContextWindow: spec.ContextWindow,
-		Summarize:     spec.Provider != agents.ProviderEcho,
-		Vision:        spec.Vision,
-		Tools:         b.toolsFor(w, agent),
-		Streaming:     cfg.Defaults.StreamingEnabled(),
-		Budgets:       w.budgets(agent),
+		Persona: turn.Persona{DisplayName: a.DisplayName, Role: a.Role, Instructions: a.Instructions},
+		Model:   models[a.Model], Models: models,
+		Tools:        b.toolsFor(w, agent),
+		Streaming:    cfg.Defaults.StreamingEnabled(),
+		Budgets:      w.budgets(agent),
+		BudgetAlerts: cfg.Usage.Alerts(),
 		Attachments: turn.AttachmentLimits{
 			MaxSize: int64(cfg.Attachments.MaxSize), MaxTextSize: int64(cfg.Attachments.MaxTextSize),
 			MaxPerTurn: cfg.Attachments.MaxPerTurn,
@@ -90,8 +92,26 @@ func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.
 			}
 		}
 	}
+	// The model a person chose with !model for the thread or the room.
+	if st, ok, err := b.prefs.Effective(ctx, env.RoomID, env.ResolvedThreadID, prefs.Model); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to read the conversation's !model choice; using the agent's model")
+	} else if ok {
+		s.Requested, s.Source = st.Value, hooks.ModelFromThread
+		if st.Level() == prefs.LevelRoom {
+			s.Source = hooks.ModelFromRoom
+		}
+	}
 	s.Trace = b.newTraceRecorder(ctx, w, ev, env, agent, replayed)
 	return turn.New(ctx, b.deps, s)
+}
+
+// modelOption is model name of w as a turn runs on it.
+func (w *world) modelOption(name string) turn.ModelOption {
+	spec := w.specs[name]
+	return turn.ModelOption{
+		Name: name, Model: w.models[name], ProviderModel: cmp.Or(spec.Model, name),
+		ContextWindow: spec.ContextWindow, Summarize: spec.Provider != agents.ProviderEcho, Vision: spec.Vision,
+	}
 }
 
 // approvalDesk is the approval store and the room side of approvals

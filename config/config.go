@@ -33,6 +33,8 @@ type Config struct {
 	Rooms map[string]Room `yaml:"rooms"`
 	// Authorization decides who may talk to the agents.
 	Authorization Authorization `yaml:"authorization"`
+	// RateLimits bound the messages people send to agents.
+	RateLimits RateLimits `yaml:"rate_limits"`
 	// Models maps a model name (used by agents.*.model and router.model) to a
 	// model provider configuration.
 	Models map[string]Model `yaml:"models"`
@@ -304,7 +306,9 @@ func (r Room) FullAlias(serverName string) id.RoomAlias {
 
 // Authorization decides who may talk to the agents.
 type Authorization struct {
-	// GlobalUsers may talk to agents in every room and run admin commands.
+	// GlobalUsers may talk to agents in every room and in direct messages
+	// and run admin commands: user ids, or user patterns ("@*:example.org",
+	// "@ops-*:example.org"; the matching rules are in docs/operations.md).
 	GlobalUsers []id.UserID `yaml:"global_users"`
 	// RoomPermissions maps a room key, room id or alias to the users allowed there.
 	RoomPermissions map[string][]id.UserID `yaml:"room_permissions"`
@@ -317,6 +321,62 @@ type Authorization struct {
 	// remember the room; the inviter may then talk to the agents there.
 	// Empty (the default): only global users' invites are accepted.
 	InviteUsers []UserPattern `yaml:"invite_users"`
+	// Aliases maps a pattern of puppet accounts (a bridge's users) to the
+	// user they stand for: every rule is then about that person.
+	Aliases map[string]id.UserID `yaml:"aliases"`
+	// DM is the DM policy of agents that set none: allowlist (the
+	// default), open or pairing.
+	DM string `yaml:"dm"`
+	// Agents holds per-agent rules: who each agent answers (reply_to) and
+	// its DM policy.
+	Agents map[string]AgentAuthorization `yaml:"agents"`
+	// Pairing tunes the one-time codes of DM policy pairing.
+	Pairing Pairing `yaml:"pairing"`
+}
+
+// AgentAuthorization are one agent's rules.
+type AgentAuthorization struct {
+	// ReplyTo, when set, is the complete list of who the agent answers
+	// (besides global users): user patterns, "*", "room:REF" (anyone
+	// writing in that room) or "members:REF" (anyone joined to that room).
+	ReplyTo []string `yaml:"reply_to"`
+	// DM is the agent's DM policy (allowlist, open, pairing); empty: the
+	// authorization's dm.
+	DM string `yaml:"dm"`
+}
+
+// Pairing tunes pairing codes.
+type Pairing struct {
+	// CodeTTL is how long a code stays valid. Default 1h.
+	CodeTTL Duration `yaml:"code_ttl"`
+	// MaxPendingCodes bounds the codes waiting for an administrator. Default 100.
+	MaxPendingCodes int `yaml:"max_pending_codes"`
+}
+
+// RateLimits bound how many messages people send to agents, separately
+// from token budgets. The zero value limits nothing.
+type RateLimits struct {
+	// PerPerson bounds one person's messages to agents, everywhere.
+	PerPerson Rate `yaml:"per_person"`
+	// PerRoom bounds the messages to agents in one room, over everyone.
+	PerRoom Rate `yaml:"per_room"`
+	// Agents adds limits for single agents, by agent name.
+	Agents map[string]AgentRateLimits `yaml:"agents"`
+	// MaxBuckets bounds the buckets kept in memory per limit. Default 10000.
+	MaxBuckets int `yaml:"max_buckets"`
+}
+
+// AgentRateLimits are the limits on the messages to one agent.
+type AgentRateLimits struct {
+	PerPerson Rate `yaml:"per_person"`
+	PerRoom   Rate `yaml:"per_room"`
+}
+
+// Rate is a token bucket: PerMinute messages a minute on average, up to
+// Burst at once (default: PerMinute rounded up). PerMinute 0: no limit.
+type Rate struct {
+	PerMinute float64 `yaml:"per_minute"`
+	Burst     int     `yaml:"burst"`
 }
 
 // UserPattern names Matrix users: one user id ("@alice:example.org"), or
@@ -420,7 +480,21 @@ type Defaults struct {
 	Streaming *bool `yaml:"streaming"`
 	// ThreadMode is "thread" (default) or "room".
 	ThreadMode ThreadMode `yaml:"thread_mode"`
+	// ModelCommand says who may choose a conversation's or a room's model
+	// with !model: "everyone" (default: whoever may talk to the agents
+	// there), "admins" (global_users) or "off".
+	ModelCommand ModelCommand `yaml:"model_command"`
 }
+
+// ModelCommand is defaults.model_command.
+type ModelCommand string
+
+// The values of defaults.model_command.
+const (
+	ModelCommandEveryone ModelCommand = "everyone"
+	ModelCommandAdmins   ModelCommand = "admins"
+	ModelCommandOff      ModelCommand = "off"
+)
 
 // StreamingEnabled reports whether replies stream (nil Streaming means yes).
 func (d Defaults) StreamingEnabled() bool { return d.Streaming == nil || *d.Streaming }
@@ -459,6 +533,21 @@ type Usage struct {
 	// UTC day, over every room and person, unless the agent sets
 	// daily_token_budget. 0: unlimited.
 	DailyTokensPerAgent int `yaml:"daily_tokens_per_agent"`
+	// AlertAt are the shares of a daily budget at which usage:budget_reached
+	// fires, once each per budget and day, for the turn that crosses it.
+	// Default [0.8, 1].
+	AlertAt []float64 `yaml:"alert_at"`
+}
+
+// DefaultAlertAt are usage.alert_at's default shares.
+var DefaultAlertAt = []float64{0.8, 1}
+
+// Alerts returns AlertAt, or its default.
+func (u Usage) Alerts() []float64 {
+	if len(u.AlertAt) == 0 {
+		return DefaultAlertAt
+	}
+	return u.AlertAt
 }
 
 // Schedules configures scheduled tasks. The zero value reads wall-clock

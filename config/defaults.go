@@ -121,6 +121,9 @@ func (c *Config) ApplyDefaults() {
 		t := true
 		c.Defaults.Streaming = &t
 	}
+	if c.Defaults.ModelCommand == "" {
+		c.Defaults.ModelCommand = ModelCommandEveryone
+	}
 	if c.Defaults.ThreadMode == "" {
 		c.Defaults.ThreadMode = ThreadModeThread
 	}

@@ -34,8 +34,10 @@ type Changes struct {
 	RouterProfile bool
 	// Models is set when any model was added, removed or changed.
 	Models bool
-	// Authorization is set when anything under authorization changed.
+	// Authorization is set when anything under authorization changed;
+	// RateLimits when rate_limits did.
 	Authorization bool
+	RateLimits    bool
 	// Router is set when router (the router's model) changed.
 	Router bool
 	// Defaults is set when anything under defaults changed.
@@ -90,6 +92,7 @@ func Diff(old, new *Config) Changes {
 	nm.Router.DisplayName, nm.Router.Avatar = "", ""
 	ch.Matrix = !reflect.DeepEqual(om, nm)
 	ch.Authorization = !reflect.DeepEqual(old.Authorization, new.Authorization)
+	ch.RateLimits = !reflect.DeepEqual(old.RateLimits, new.RateLimits)
 	ch.Router = old.Router != new.Router
 	ch.Defaults = old.Defaults.StreamingEnabled() != new.Defaults.StreamingEnabled() ||
 		old.Defaults.ThreadMode != new.Defaults.ThreadMode
@@ -97,7 +100,7 @@ func Diff(old, new *Config) Changes {
 	ch.Storage = old.DataDir != new.DataDir || old.Database != new.Database
 	ch.Log = old.Log != new.Log
 	ch.Attachments = old.Attachments != new.Attachments
-	ch.Usage = old.Usage != new.Usage
+	ch.Usage = !reflect.DeepEqual(old.Usage, new.Usage)
 	ch.Schedules = old.Schedules != new.Schedules
 	ch.HTTPListen = old.HTTP.Address() != new.HTTP.Address()
 	ch.AdminToken = old.HTTP.AdminToken != new.HTTP.AdminToken
@@ -197,7 +200,7 @@ func (ch Changes) String() string {
 		name string
 	}{
 		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.RouterProfile, "router profile"}, {ch.Models, "models"},
-		{ch.Authorization, "authorization"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
+		{ch.Authorization, "authorization"}, {ch.RateLimits, "rate_limits"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
 		{ch.Usage, "usage"}, {ch.Schedules, "schedules"},
 		{ch.HTTPListen, "http.listen"}, {ch.AdminToken, "http.admin_token"}, {ch.ToolApproval, "tool_approval"},

@@ -21,7 +21,16 @@ import (
 type Option func(*options)
 
 type options struct {
-	lookupEnv func(string) (string, bool)
+	lookupEnv  func(string) (string, bool)
+	validators []func(*Config) ErrorList
+}
+
+// WithValidator adds a check that runs after the configuration's own
+// validation, for settings whose rules live in another package (the
+// authorization policy's patterns): its problems are reported like the
+// configuration's own, with file and line (Config.Errorf).
+func WithValidator(check func(*Config) ErrorList) Option {
+	return func(o *options) { o.validators = append(o.validators, check) }
 }
 
 // WithLookupEnv replaces os.LookupEnv as the source of ${VAR} values (tests
@@ -139,7 +148,13 @@ func Parse(data []byte, filename string, opts ...Option) (*Config, error) {
 
 	c.ApplyDefaults()
 	all := append(s.errs, d.errs...)
-	for _, e := range c.validate() {
+	problems := c.validate()
+	if len(problems) == 0 && len(all) == 0 {
+		for _, check := range o.validators {
+			problems = append(problems, check(c)...)
+		}
+	}
+	for _, e := range problems {
 		// A value that failed to substitute or decode is reported once.
 		if !d.isBad(e.Path) {
 			all = append(all, e)

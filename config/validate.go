@@ -174,6 +174,7 @@ func (v *validator) models() {
 		}
 	}
 	v.oneOf("defaults.thread_mode", string(v.c.Defaults.ThreadMode), string(ThreadModeThread), string(ThreadModeRoom))
+	v.oneOf("defaults.model_command", string(v.c.Defaults.ModelCommand), string(ModelCommandEveryone), string(ModelCommandAdmins), string(ModelCommandOff))
 }
 
 func (v *validator) knownModels() string {
@@ -402,7 +403,17 @@ func toolPatternProblem(entry string) string {
 
 func (v *validator) authorization() {
 	a := v.c.Authorization
-	v.userIDs("authorization.global_users", a.GlobalUsers)
+	// Patterns ("@*:example.org") are the authorization policy's: the bot
+	// checks them precisely (package policy, through WithValidator), as
+	// it checks aliases, dm, agents and pairing.
+	for i, u := range a.GlobalUsers {
+		if s := string(u); strings.HasPrefix(s, "@") && strings.Contains(s, "*") {
+			continue
+		}
+		if _, _, err := u.ParseAndValidateRelaxed(); err != nil {
+			v.errorf(JoinIndex("authorization.global_users", i), "%q is not a valid Matrix user id or pattern (e.g. @alice:example.org, @*:example.org)", u)
+		}
+	}
 	for _, key := range sortedKeys(a.RoomPermissions) {
 		p := JoinKey("authorization.room_permissions", key)
 		if !v.roomRef(key) {
@@ -501,6 +512,11 @@ func (v *validator) attachments() {
 func (v *validator) usage() {
 	v.tokenBudget("usage.daily_tokens_per_user", v.c.Usage.DailyTokensPerUser)
 	v.tokenBudget("usage.daily_tokens_per_agent", v.c.Usage.DailyTokensPerAgent)
+	for i, share := range v.c.Usage.AlertAt {
+		if !(share > 0 && share <= 1) {
+			v.errorf(JoinIndex("usage.alert_at", i), "must be a share of the budget above 0 and at most 1, not %v", share)
+		}
+	}
 }
 
 // tokenBudget checks a daily token budget: a number of tokens, 0 for none.

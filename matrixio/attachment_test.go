@@ -108,4 +108,3 @@ func TestAttachmentsOf(t *testing.T) {
 		})
 	}
 }
-

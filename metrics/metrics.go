@@ -84,6 +84,8 @@ type Metrics struct {
 	rateLimited   *prometheus.CounterVec
 	rateLimitWait prometheus.Counter
 	reloads       *prometheus.CounterVec
+	authz         *prometheus.CounterVec
+	limited       *prometheus.CounterVec
 }
 
 // TurnBuckets are the bounds of the turn stage histogram, in seconds:
@@ -134,6 +136,14 @@ func New(src Sources) *Metrics {
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hookroom_reloads_total", Help: "Configuration reloads, by result (ok, failed).",
 	}, []string{"result"})
+	m.authz = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookroom_authorization_decisions_total",
+		Help: "Authorization decisions on routed messages, by result (allow, deny) and the reason of the rule that decided.",
+	}, []string{"result", "reason"})
+	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookroom_messages_rate_limited_total",
+		Help: "Messages not answered because a rate limit (rate_limits) refused them, by the scope of the limit (person, room).",
+	}, []string{"scope"})
 	for _, r := range []string{ReloadOK, ReloadFailed} {
 		m.reloads.WithLabelValues(r)
 	}
@@ -142,6 +152,7 @@ func New(src Sources) *Metrics {
 	}
 	m.reg.MustRegister(m.turnStage, m.turns, m.modelRequests, m.modelErrors, m.inputTokens,
 		m.outputTokens, m.cachedTokens, m.inboxReplays, m.retries, m.rateLimited, m.rateLimitWait, m.reloads,
+		m.authz, m.limited,
 		&sourceCollector{src: src}, buildInfo(src.Build),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -230,6 +241,27 @@ func (m *Metrics) Reload(result string) {
 		return
 	}
 	m.reloads.WithLabelValues(result).Inc()
+}
+
+// Authorization counts an authorization decision on a routed message.
+func (m *Metrics) Authorization(allow bool, reason string) {
+	if m == nil {
+		return
+	}
+	result := "deny"
+	if allow {
+		result = "allow"
+	}
+	m.authz.WithLabelValues(result, reason).Inc()
+}
+
+// RateLimited counts a message a rate limit refused, by the limit's scope
+// (person or room).
+func (m *Metrics) RateLimited(scope string) {
+	if m == nil {
+		return
+	}
+	m.limited.WithLabelValues(scope).Inc()
 }
 
 // buildInfo is hookroom_build_info{version,revision,goversion} 1.

@@ -88,3 +88,50 @@ func (s *Store) Check(ctx context.Context, now time.Time, agent hooks.AgentName,
 	}
 	return nil, nil
 }
+
+// Crossing is a share of a daily budget one turn's tokens went past.
+type Crossing struct {
+	Scope Scope
+	// Subject is the person's user id (ScopePerson) or the agent's name.
+	Subject string
+	// Limit is the budget, Used what was used of it today with the turn,
+	// Share the share of Limit the turn crossed.
+	Limit, Used int64
+	Share       float64
+	Day         time.Time
+}
+
+// Crossed reports the shares of the daily budgets b (of agent and
+// requester) that a turn using tokens, recorded at now, went past: those
+// that today's use reached with the turn and had not reached without it.
+// So each share is crossed once per budget and day, by one turn. It reads
+// nothing without budgets or shares.
+func (s *Store) Crossed(ctx context.Context, now time.Time, agent hooks.AgentName, requester id.UserID, b Budgets, tokens int64, shares []float64) ([]Crossing, error) {
+	if tokens <= 0 || len(shares) == 0 {
+		return nil, nil
+	}
+	var out []Crossing
+	for _, c := range []struct {
+		scope Scope
+		limit int
+		name  string
+	}{
+		{ScopePerson, b.PerUser, string(requester)},
+		{ScopeAgent, b.PerAgent, string(agent)},
+	} {
+		if c.limit <= 0 {
+			continue
+		}
+		used, err := s.dayTotal(ctx, now, c.scope, c.name)
+		if err != nil {
+			return nil, err
+		}
+		for _, share := range shares {
+			mark := share * float64(c.limit)
+			if float64(used) >= mark && float64(used-tokens) < mark {
+				out = append(out, Crossing{Scope: c.scope, Subject: c.name, Limit: int64(c.limit), Used: used, Share: share, Day: DayStart(now)})
+			}
+		}
+	}
+	return out, nil
+}

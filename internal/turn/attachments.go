@@ -77,7 +77,7 @@ func (t *turn) prepareAttachments(ctx context.Context) preparedAttachments {
 		return preparedAttachments{text: t.env.Body}
 	}
 	limits := t.spec.Attachments
-	vision := t.spec.Vision
+	vision := t.modelOpt.Vision
 	var (
 		p       preparedAttachments
 		blocks  []string

@@ -140,7 +140,7 @@ func testTurn(t *testing.T, vision bool, content string, files map[string][]byte
 	ev := &event.Event{ID: "$msg", RoomID: "!room", Sender: "@alice:hs", Type: event.EventMessage, Content: c}
 	msg := c.AsMessage()
 	env := hooks.Envelope{RoomID: ev.RoomID, SenderID: ev.Sender, RequesterID: ev.Sender, Body: msg.Body}
-	return New(t.Context(), deps, Spec{Event: ev, Envelope: env, Agent: "helper", Vision: vision, Attachments: limits})
+	return New(t.Context(), deps, Spec{Event: ev, Envelope: env, Agent: "helper", Model: ModelOption{Name: "m", Vision: vision}, Attachments: limits})
 }
 
 func TestPrepareAttachments(t *testing.T) {

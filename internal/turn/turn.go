@@ -106,19 +106,23 @@ type Spec struct {
 	Replayed bool // the message is answered again after a restart
 	Persona  Persona
 
-	// Model answers; ProviderModel is the model id its provider is asked
-	// for (usage, metrics); ContextWindow bounds the history; Summarize
-	// compacts a long history with the model (not for echo); Vision: it
-	// sees images.
-	Model         agents.Model
-	ProviderModel string
-	ContextWindow int
-	Summarize     bool
-	Vision        bool
-	Tools         *agents.Toolset
-	Streaming     bool
-	Budgets       usage.Budgets
-	Attachments   AttachmentLimits
+	// Model is the agent's model in config.yaml. Models are every model
+	// config.yaml defines, by name: model:resolve hooks may switch the turn
+	// to one of them. Requested is the model a person chose with !model for
+	// the thread or the room ("" for none; Source says which), which the
+	// turn starts from instead of Model.
+	Model     ModelOption
+	Models    map[string]ModelOption
+	Requested string
+	Source    hooks.ModelSource
+
+	Tools     *agents.Toolset
+	Streaming bool
+	Budgets   usage.Budgets
+	// BudgetAlerts are the shares of a daily budget at which
+	// usage:budget_reached fires (usage.alert_at).
+	BudgetAlerts []float64
+	Attachments  AttachmentLimits
 
 	// ApprovalRules say which tool calls wait for a person (tool_approval);
 	// ToolSources names each tool's source (plugin, MCP server, builtin) for
@@ -135,6 +139,19 @@ type Spec struct {
 	Mask  func(string) string
 }
 
+// ModelOption is a model a turn may run on.
+type ModelOption struct {
+	Name  string // its name in config.yaml
+	Model agents.Model
+	// ProviderModel is the model id its provider is asked for (usage,
+	// metrics); ContextWindow bounds the history; Summarize compacts a
+	// long history with the model (not for echo); Vision: it sees images.
+	ProviderModel string
+	ContextWindow int
+	Summarize     bool
+	Vision        bool
+}
+
 // Persona is who the agent says it is in its system prompt.
 type Persona struct {
 	DisplayName  string // as it signs; the agent's name when unset
@@ -145,14 +162,17 @@ type Persona struct {
 // Turn is one agent's answer to one message. Build it with New, run it
 // once with Run.
 type Turn struct {
-	deps     *Deps
-	spec     Spec
-	ev       *event.Event
-	env      hooks.Envelope
-	agent    hooks.AgentName
-	acct     Account
-	reg      *hooks.Registry
+	deps  *Deps
+	spec  Spec
+	ev    *event.Event
+	env   hooks.Envelope
+	agent hooks.AgentName
+	acct  Account
+	reg   *hooks.Registry
+	// model is the model the turn runs on (modelOpt's, counted): the
+	// configured one until resolveModel ran.
 	model    agents.Model
+	modelOpt ModelOption
 	scope    agents.ScopeKey
 	replayed bool
 	log      zerolog.Logger
@@ -203,13 +223,46 @@ func New(ctx context.Context, deps *Deps, spec Spec) *Turn {
 		stages: newStages(ctx, deps.Metrics),
 		trace:  spec.Trace,
 	}
-	t.model = countModel(deps.Metrics, spec.Agent, spec.ProviderModel, spec.Model)
+	t.useModel(spec.Model)
 	if t.trace != nil {
 		t.acct = tracedAccount{Account: t.acct, rec: t.trace}
 		t.stages.rec = t.trace
 	}
 	t.stages.mark(metrics.StageRouted)
 	return t
+}
+
+// useModel makes m the model the turn runs on.
+func (t *Turn) useModel(m ModelOption) {
+	t.modelOpt = m
+	t.model = countModel(t.deps.Metrics, t.agent, m.ProviderModel, m.Model)
+}
+
+// resolveModel starts the turn on the model a person chose with !model, or
+// the agent's, and lets model:resolve hooks choose another configured one.
+func (t *Turn) resolveModel(ctx context.Context) {
+	names := make([]string, 0, len(t.spec.Models))
+	for name := range t.spec.Models {
+		names = append(names, name)
+	}
+	requested := t.spec.Requested
+	if _, ok := t.spec.Models[requested]; !ok && requested != "" {
+		t.log.Warn().Str("model", requested).Msg("the model chosen with !model is no longer configured; using the agent's")
+		requested = ""
+	}
+	name, err := hooks.ResolveModel(ctx, t.reg, hooks.ModelChoice{
+		Text: t.env.Body, Configured: t.spec.Model.Name, Requested: requested, Source: t.spec.Source, Models: names,
+	})
+	if err != nil {
+		t.log.Warn().Err(err).Msg("model:resolve hooks did not finish; using the model the turn started from")
+	}
+	if name == t.modelOpt.Name {
+		return
+	}
+	if m, ok := t.spec.Models[name]; ok && m.Model != nil {
+		t.log.Info().Str("model", name).Msg("turn runs on another model")
+		t.useModel(m)
+	}
 }
 
 // Scope is the conversation (room and thread) the turn answers in; turns
@@ -284,6 +337,9 @@ func (t *turn) finish(ctx, parent context.Context) {
 			t.log.Error().Err(err).Msg("failed to mark the message handled")
 		}
 	}
+	if !e.unhandled {
+		t.alertBudgets(ctx)
+	}
 	if e.answered {
 		t.afterResponse(ctx, e.text, e.eventID, e.delivery, e.kind)
 	} else {
@@ -348,6 +404,7 @@ func (t *turn) Run(parent context.Context) {
 	if t.overBudget(ctx) {
 		return
 	}
+	t.resolveModel(ctx)
 	att := t.prepareAttachments(ctx)
 	turnText, err := t.enrich(ctx, att.text)
 	if err != nil {
@@ -368,8 +425,8 @@ func (t *turn) Run(parent context.Context) {
 	go func() { defer close(deliveryDone); t.stream(deliverCtx) }()
 
 	res, runErr := agents.Run(ctx, agents.RunRequest{
-		Model: t.model, Messages: msgs, Tools: t.spec.Tools,
-		Hooks: t.reg,
+		Model: t.model, ModelName: t.modelOpt.Name, ProviderModel: t.modelOpt.ProviderModel, Messages: msgs, Tools: t.spec.Tools,
+		Hooks:  t.reg,
 		OnText: t.onText, OnToolCall: t.onToolCall, NeedsApproval: t.needsApproval, Approve: t.approve,
 	})
 	t.spent(res)
@@ -471,9 +528,9 @@ func (t *turn) enrich(ctx context.Context, userText string) (enrich.Turn, error)
 // notice that the model cannot see images to att's notices when this is
 // the first such image of the thread.
 func (t *turn) prompt(ctx context.Context, et enrich.Turn, att *preparedAttachments) ([]agents.Message, error) {
-	budget := agents.HistoryBudget(t.spec.ContextWindow, 0)
+	budget := agents.HistoryBudget(t.modelOpt.ContextWindow, 0)
 	var summarizer agents.Model
-	if t.spec.Summarize {
+	if t.modelOpt.Summarize {
 		summarizer = t.model
 	}
 	if _, err := t.deps.History.Compact(ctx, agents.CompactRequest{
@@ -901,6 +958,10 @@ func (t *turn) fail(ctx context.Context, reason hooks.CancelReason, err error) {
 func userError(err error) string {
 	if errors.Is(err, errTurnTimeout) {
 		return fmt.Sprintf("it took longer than %s.", turnTimeout)
+	}
+	var refused *agents.RefusedError
+	if errors.As(err, &refused) {
+		return refused.Reason
 	}
 	var me *agents.ModelError
 	if errors.As(err, &me) {

@@ -32,7 +32,7 @@ func (t *turn) tokenUsage() hooks.TokenUsage {
 		total = u.PromptTokens + u.CompletionTokens
 	}
 	return hooks.TokenUsage{
-		Model: t.spec.ProviderModel, InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+		Model: t.modelOpt.ProviderModel, InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
 		CachedTokens: u.CachedTokens, TotalTokens: total, ModelCalls: calls,
 	}
 }
@@ -106,4 +106,33 @@ func budgetNotice(ex *usage.Exceeded, agent string, now time.Time) string {
 	}
 	return fmt.Sprintf("⏳ You have used up your daily budget of %s tokens (%s used today), so the agents cannot answer you until it resets. %s",
 		usage.FormatCount(ex.Limit), usage.FormatCount(ex.Used), resets)
+}
+
+// alertBudgets fires usage:budget_reached for each share of a daily
+// budget (Spec.BudgetAlerts) that this turn's tokens went past. finish
+// calls it once the turn's usage is recorded.
+func (t *turn) alertBudgets(ctx context.Context) {
+	if !t.reg.Has(hooks.UsageBudgetReached.Name()) {
+		return
+	}
+	u := t.tokenUsage()
+	if u.TotalTokens == 0 {
+		return
+	}
+	crossed, err := t.deps.Usage.Crossed(ctx, time.Now(), t.agent, t.env.RequesterID, t.spec.Budgets, int64(u.TotalTokens), t.spec.BudgetAlerts)
+	if err != nil {
+		t.log.Warn().Err(err).Msg("failed to check the daily token budgets for usage:budget_reached")
+		return
+	}
+	for _, c := range crossed {
+		scope := hooks.BudgetPerson
+		if c.Scope == usage.ScopeAgent {
+			scope = hooks.BudgetAgent
+		}
+		t.log.Info().Str("budget", string(c.Scope)).Float64("share", c.Share).Int64("used", c.Used).Int64("limit", c.Limit).Msg("daily token budget share reached")
+		Emit(ctx, t.reg, hooks.UsageBudgetReached, &hooks.BudgetReachedContext{
+			Where: hooks.WhereFrom(ctx), Scope: scope, Subject: c.Subject, Limit: c.Limit, Used: c.Used,
+			Threshold: c.Share, Day: c.Day.Format("2006-01-02"),
+		})
+	}
 }
