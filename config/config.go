@@ -35,6 +35,9 @@ type Config struct {
 	Authorization Authorization `yaml:"authorization"`
 	// RateLimits bound the messages people send to agents.
 	RateLimits RateLimits `yaml:"rate_limits"`
+	// Delegation says which agents may ask which through delegate_to, and
+	// how deep such chains go.
+	Delegation Delegation `yaml:"delegation"`
 	// Models maps a model name (used by agents.*.model and router.model) to a
 	// model provider configuration.
 	Models map[string]Model `yaml:"models"`
@@ -127,7 +130,7 @@ type Matrix struct {
 	// The server needs it to run (hookroom check and run report it missing);
 	// configuration tooling may leave it out.
 	ServerName string `yaml:"server_name"`
-	// Registration is how missing accounts are created. Both empty: accounts
+	// Registration is how missing accounts are created. All empty: accounts
 	// must already exist (their credentials persisted in the data directory).
 	Registration Registration `yaml:"registration"`
 	// Router is the router account.
@@ -169,14 +172,50 @@ func (e Encryption) DecryptGrace() time.Duration {
 	return time.Duration(e.DecryptGraceMS) * time.Millisecond
 }
 
-// Registration creates missing accounts. At most one of the two may be set.
+// Registration creates missing accounts. At most one of the three may be
+// set.
 type Registration struct {
 	// SharedSecret is the homeserver's registration shared secret
 	// (/_synapse/admin/v1/register; Synapse and Dendrite).
 	SharedSecret Secret `yaml:"shared_secret"`
 	// Token is a registration token (m.login.registration_token).
 	Token Secret `yaml:"token"`
+	// AppService registers and logs in the accounts through an
+	// application service registered with the homeserver: no password and
+	// no shared secret. `hookroom appservice registration` writes the
+	// registration file.
+	AppService AppService `yaml:"appservice"`
 }
+
+// DefaultAppServiceID is matrix.registration.appservice.id's default.
+const DefaultAppServiceID = "hookroom"
+
+// AppService is the application service hookroom's accounts belong to
+// (matrix.registration.appservice). The zero value means none. hookroom
+// receives no transactions from the homeserver: every account still syncs
+// on its own, as encryption needs.
+type AppService struct {
+	// ID is the registration's id, unique among the homeserver's
+	// application services. Default "hookroom".
+	ID string `yaml:"id"`
+	// ASToken is the token hookroom authenticates with as the application
+	// service (the registration's as_token). Required in this mode.
+	ASToken Secret `yaml:"as_token"`
+	// HSToken is the registration's hs_token, which the homeserver would
+	// send to hookroom. hookroom receives no transactions and never checks
+	// it; it is kept here only so that generating the registration again
+	// gives the same file. Optional.
+	HSToken Secret `yaml:"hs_token"`
+	// UserPrefix, when set, makes the registration's user namespace every
+	// localpart starting with it (@<prefix>.*:server), so that agents can
+	// be added without changing the homeserver's configuration; the router
+	// and every agent hookroom creates must then start with it. Empty: the
+	// namespace lists the router and the agents by name.
+	UserPrefix string `yaml:"user_prefix"`
+}
+
+// IsSet reports whether any field of the application service is set.
+func (a AppService) IsSet() bool { return a != AppService{} }
 
 // RouterAccount is the Matrix account of the router.
 type RouterAccount struct {
@@ -256,6 +295,9 @@ type Agent struct {
 	// day, over every room and person; 0 is unlimited. Absent (nil): the
 	// agent gets usage.daily_tokens_per_agent.
 	DailyTokenBudget *int `yaml:"daily_token_budget"`
+	// Delegate lists the agents this agent may ask through the
+	// delegate_to tool (agent names or "*"), besides delegation.rules.
+	Delegate []string `yaml:"delegate"`
 }
 
 // DailyTokens returns the agent's daily token budget: DailyTokenBudget, or
@@ -480,6 +522,11 @@ type Defaults struct {
 	Streaming *bool `yaml:"streaming"`
 	// ThreadMode is "thread" (default) or "room".
 	ThreadMode ThreadMode `yaml:"thread_mode"`
+	// AdHocTeams says how a message that mentions several agents is
+	// answered: "collaborate" (default: every mentioned agent answers, the
+	// first synthesises), "coordinate" (the first plans, asks the others
+	// and synthesises) or "off" (the first mentioned answers alone).
+	AdHocTeams string `yaml:"ad_hoc_teams"`
 	// ModelCommand says who may choose a conversation's or a room's model
 	// with !model: "everyone" (default: whoever may talk to the agents
 	// there), "admins" (global_users) or "off".

@@ -59,6 +59,9 @@ func (c *Config) ApplyDefaults() {
 		c.Log.Format = DefaultLogFormat
 	}
 
+	if as := &c.Matrix.Registration.AppService; as.IsSet() && as.ID == "" {
+		as.ID = DefaultAppServiceID
+	}
 	if c.Matrix.Router.Username == "" && c.Matrix.Router.Account.UserID != "" {
 		c.Matrix.Router.Username = c.Matrix.Router.Account.UserID.Localpart()
 	}
@@ -120,6 +123,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Defaults.Streaming == nil {
 		t := true
 		c.Defaults.Streaming = &t
+	}
+	if c.Defaults.AdHocTeams == "" {
+		c.Defaults.AdHocTeams = AdHocCollaborate
 	}
 	if c.Defaults.ModelCommand == "" {
 		c.Defaults.ModelCommand = ModelCommandEveryone

@@ -68,6 +68,7 @@ func TestSecretKeyPaths(t *testing.T) {
 	got := config.SecretKeyPaths()
 	for _, want := range []string{
 		"database.uri", "matrix.registration.shared_secret", "matrix.registration.token",
+		"matrix.registration.appservice.as_token", "matrix.registration.appservice.hs_token",
 		"matrix.router.account.access_token", "matrix.router.account.password",
 		"agents.*.account.password", "models.*.api_key", "http.admin_token",
 		"mcp_servers.*.headers.*", "plugins[*].settings.**",

@@ -100,9 +100,16 @@ func (v *validator) matrix() {
 	if m.ServerName != "" && !id.ValidateServerName(m.ServerName) {
 		v.errorf("matrix.server_name", "%q is not a valid server name (e.g. example.org)", m.ServerName)
 	}
-	if m.Registration.SharedSecret != "" && m.Registration.Token != "" {
-		v.errorf("matrix.registration", "set at most one of shared_secret and token")
+	methods := 0
+	for _, set := range []bool{m.Registration.SharedSecret.IsSet(), m.Registration.Token.IsSet(), m.Registration.AppService.IsSet()} {
+		if set {
+			methods++
+		}
 	}
+	if methods > 1 {
+		v.errorf("matrix.registration", "set at most one of shared_secret, token and appservice")
+	}
+	v.appService()
 	if err := id.ValidateUserLocalpart(m.Router.Username); err != nil {
 		v.errorf("matrix.router.username", "%q is not a valid Matrix localpart (allowed: a-z 0-9 . _ = - / +)", m.Router.Username)
 	}
@@ -117,6 +124,56 @@ func (v *validator) matrix() {
 	}
 	if m.Encryption.DecryptGraceMS < 0 {
 		v.errorf("matrix.encryption.decrypt_grace_ms", "must be positive, not %d", m.Encryption.DecryptGraceMS)
+	}
+}
+
+// appServiceIDRE is the grammar of matrix.registration.appservice.id.
+var appServiceIDRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// appService checks matrix.registration.appservice: its tokens, and that
+// the accounts hookroom creates lie in its namespace.
+func (v *validator) appService() {
+	const p = "matrix.registration.appservice"
+	as := v.c.Matrix.Registration.AppService
+	if !as.IsSet() {
+		return
+	}
+	if !as.ASToken.IsSet() {
+		v.errorf(JoinKey(p, "as_token"), "is required (the registration file's as_token: hookroom appservice registration generates one)")
+	}
+	for _, tok := range []struct {
+		key string
+		val Secret
+	}{{"as_token", as.ASToken}, {"hs_token", as.HSToken}} {
+		if strings.ContainsFunc(tok.val.Reveal(), func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			v.errorf(JoinKey(p, tok.key), "must not contain spaces or control characters")
+		}
+	}
+	if as.HSToken.IsSet() && as.HSToken == as.ASToken {
+		v.errorf(JoinKey(p, "hs_token"), "must differ from as_token (the homeserver would authenticate to hookroom with hookroom's own token)")
+	}
+	if as.ID != "" && !appServiceIDRE.MatchString(as.ID) {
+		v.errorf(JoinKey(p, "id"), "%q must match %s", as.ID, appServiceIDRE)
+	}
+	if as.UserPrefix == "" {
+		return
+	}
+	if err := id.ValidateUserLocalpart(as.UserPrefix); err != nil {
+		v.errorf(JoinKey(p, "user_prefix"), "%q is not the start of a valid Matrix localpart (allowed: a-z 0-9 . _ = - / +)", as.UserPrefix)
+		return
+	}
+	outside := func(path, username string) {
+		if !strings.HasPrefix(username, as.UserPrefix) {
+			v.errorf(path, "%q does not start with %s.user_prefix %q: the application service can only create accounts in its namespace", username, p, as.UserPrefix)
+		}
+	}
+	if !v.c.Matrix.Router.Account.IsSet() {
+		outside("matrix.router.username", v.c.Matrix.Router.Username)
+	}
+	for _, name := range sortedKeys(v.c.Agents) {
+		if a := v.c.Agents[name]; !a.Account.IsSet() {
+			outside(JoinKey(JoinKey("agents", name), "username"), a.Username)
+		}
 	}
 }
 
@@ -174,6 +231,7 @@ func (v *validator) models() {
 		}
 	}
 	v.oneOf("defaults.thread_mode", string(v.c.Defaults.ThreadMode), string(ThreadModeThread), string(ThreadModeRoom))
+	v.oneOf("defaults.ad_hoc_teams", v.c.Defaults.AdHocTeams, AdHocCollaborate, AdHocCoordinate, AdHocOff)
 	v.oneOf("defaults.model_command", string(v.c.Defaults.ModelCommand), string(ModelCommandEveryone), string(ModelCommandAdmins), string(ModelCommandOff))
 }
 

@@ -89,7 +89,42 @@ func TestValidation(t *testing.T) {
 	}, {
 		name: "registration shared secret and token",
 		yaml: "  registration:\n    shared_secret: a\n    token: b\n",
-		want: []string{`config.yaml:3: matrix.registration: set at most one of shared_secret and token`},
+		want: []string{`config.yaml:3: matrix.registration: set at most one of shared_secret, token and appservice`},
+	}, {
+		name: "registration shared secret and appservice",
+		yaml: "  registration:\n    shared_secret: a\n    appservice: {as_token: b}\n",
+		want: []string{`config.yaml:3: matrix.registration: set at most one of shared_secret, token and appservice`},
+	}, {
+		name: "valid: appservice",
+		yaml: "  registration:\n    appservice: {as_token: a, hs_token: b, id: hookroom-prod}\n",
+	}, {
+		name: "appservice without as_token",
+		yaml: "  registration:\n    appservice:\n      hs_token: b\n",
+		want: []string{`config.yaml:4: matrix.registration.appservice.as_token: is required (the registration file's as_token: hookroom appservice registration generates one)`},
+	}, {
+		name: "appservice tokens",
+		yaml: "  registration:\n    appservice:\n      as_token: \"a b\"\n      hs_token: \"a b\"\n      id: \"my service\"\n",
+		want: []string{
+			`config.yaml:5: matrix.registration.appservice.as_token: must not contain spaces or control characters`,
+			`config.yaml:6: matrix.registration.appservice.hs_token: must differ from as_token (the homeserver would authenticate to hookroom with hookroom's own token)`,
+			`config.yaml:6: matrix.registration.appservice.hs_token: must not contain spaces or control characters`,
+			`config.yaml:7: matrix.registration.appservice.id: "my service" must match ^[A-Za-z0-9._-]+$`,
+		},
+	}, {
+		name: "valid: appservice user prefix covers the accounts it creates",
+		yaml: "  registration:\n    appservice: {as_token: a, user_prefix: hr_}\n  router: {username: hr_router}\n" + models +
+			"agents:\n  a: {username: hr_a}\n  b:\n    account: {user_id: \"@b:example.org\", password: p}\n",
+	}, {
+		name: "appservice user prefix",
+		yaml: "  registration:\n    appservice: {as_token: a, user_prefix: hr_}\n" + models + "agents:\n  a: {}\n  b:\n    username: hr_b\n",
+		want: []string{
+			`config.yaml:1: matrix.router.username: "router" does not start with matrix.registration.appservice.user_prefix "hr_": the application service can only create accounts in its namespace`,
+			`config.yaml:8: agents.a.username: "a" does not start with matrix.registration.appservice.user_prefix "hr_": the application service can only create accounts in its namespace`,
+		},
+	}, {
+		name: "appservice user prefix that no localpart can start with",
+		yaml: "  registration:\n    appservice: {as_token: a, user_prefix: HR}\n",
+		want: []string{`config.yaml:4: matrix.registration.appservice.user_prefix: "HR" is not the start of a valid Matrix localpart (allowed: a-z 0-9 . _ = - / +)`},
 	}, {
 		name: "postgres needs a uri",
 		yaml: "database:\n  type: postgres\n",
