@@ -111,6 +111,12 @@ type Database struct {
 	// connection string (required for postgres). It may hold a password, so
 	// it is a Secret.
 	URI Secret `yaml:"uri"`
+	// Standby, for PostgreSQL only, makes a hookroom that finds another
+	// one using the database wait as a hot standby (/readyz: "standby")
+	// and take over when that one stops or dies. Default false: it is
+	// refused (ErrDatabaseInUse), so that no one starts a second process
+	// by mistake.
+	Standby bool `yaml:"standby"`
 }
 
 // Log configures the process log.

@@ -75,6 +75,9 @@ func (v *validator) storage() {
 	default:
 		v.errorf("database.type", "must be %q or %q, not %q", DatabaseSQLite, DatabasePostgres, c.Database.Type)
 	}
+	if c.Database.Standby && c.Database.Type != DatabasePostgres {
+		v.errorf("database.standby", "needs type: postgres (a standby takes over a database another machine can reach; SQLite is a file of one machine)")
+	}
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "console", "json")
 }

@@ -130,6 +130,13 @@ func TestValidation(t *testing.T) {
 		yaml: "database:\n  type: postgres\n",
 		want: []string{`config.yaml:3: database.uri: is required for postgres`},
 	}, {
+		name: "standby needs postgres",
+		yaml: "database:\n  standby: true\n",
+		want: []string{`config.yaml:4: database.standby: needs type: postgres (a standby takes over a database another machine can reach; SQLite is a file of one machine)`},
+	}, {
+		name: "standby on postgres",
+		yaml: "database:\n  type: postgres\n  uri: postgres://db/h\n  standby: true\n",
+	}, {
 		name: "unknown room in agent",
 		yaml: models + "agents:\n  a:\n    rooms: [lobby]\n",
 		want: []string{`config.yaml:7: agents.a.rooms[0]: unknown room "lobby": not a key of rooms, a room id (!…) or an alias (#…:server)`},
