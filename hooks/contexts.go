@@ -45,8 +45,12 @@ type Envelope struct {
 	// content with Attachment.
 	AttachmentIDs   []string    `json:"attachment_ids,omitempty"`
 	MentionedAgents []AgentName `json:"mentioned_agents,omitempty"`
-	// AgentName is the agent handling the message.
-	AgentName  AgentName  `json:"agent_name"`
+	// AgentName is the agent handling the message (for a team's turn, the
+	// team).
+	AgentName AgentName `json:"agent_name"`
+	// Team describes the team whose turn this is, nil for a turn of a
+	// single agent.
+	Team       *TeamInfo  `json:"team,omitempty"`
 	SourceKind SourceKind `json:"source_kind"`
 	// HookSource is "plugin:event" for hook-originated messages.
 	HookSource string `json:"hook_source,omitempty"`
@@ -59,6 +63,7 @@ type Envelope struct {
 func (e *Envelope) clone() {
 	e.AttachmentIDs = cloneNonEmpty(e.AttachmentIDs)
 	e.MentionedAgents = cloneNonEmpty(e.MentionedAgents)
+	e.Team = e.Team.clone()
 }
 
 // cloneNonEmpty returns a private copy of s. An empty s stays empty (nil
@@ -171,8 +176,12 @@ func (c *MessageClaimContext) describe(b *MessageClaimContext, detail bool) (Eff
 type MessageEnrichContext struct {
 	Base
 	Envelope Envelope `json:"envelope"`
-	// TargetAgent is the agent that will answer.
+	// TargetAgent is the agent that will answer (for a team's turn, the
+	// team).
 	TargetAgent AgentName `json:"target_agent"`
+	// TargetMembers are the team members the turn asks (Envelope.Team's
+	// TargetMembers); nil for a turn of a single agent.
+	TargetMembers []AgentName `json:"target_member_names,omitempty"`
 	// Items are the items added so far by this hook (after Emit: by all).
 	Items []EnrichmentItem `json:"items,omitempty"`
 }
@@ -185,7 +194,11 @@ func (c *MessageEnrichContext) AddMetadata(key, text string, flags ...ItemFlag) 
 }
 
 func (c *MessageEnrichContext) route() route { return c.Envelope.route() }
-func (c *MessageEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
+func (c *MessageEnrichContext) isolate() {
+	c.Envelope.clone()
+	c.TargetMembers = cloneNonEmpty(c.TargetMembers)
+	c.Items = nil
+}
 func (c *MessageEnrichContext) merge(from *MessageEnrichContext) {
 	mergeFields(c.mutableFields(), c, from)
 }
@@ -209,12 +222,14 @@ func (c *MessageEnrichContext) describe(_ *MessageEnrichContext, detail bool) (E
 
 // SystemEnrichContext is passed to system:enrich hooks (collector, 2 s). It
 // fires right after message:enrich. Items added with AddInstruction are
-// rendered into the system prompt for this run only (stable items first).
+// rendered into the system prompt for this run only (stable items first);
+// for a team's turn, into the prompts of the leader and of each member.
 type SystemEnrichContext struct {
 	Base
-	Envelope    Envelope         `json:"envelope"`
-	TargetAgent AgentName        `json:"target_agent"`
-	Items       []EnrichmentItem `json:"items,omitempty"`
+	Envelope      Envelope         `json:"envelope"`
+	TargetAgent   AgentName        `json:"target_agent"`
+	TargetMembers []AgentName      `json:"target_member_names,omitempty"`
+	Items         []EnrichmentItem `json:"items,omitempty"`
 }
 
 // AddInstruction adds an item to the system-context block.
@@ -223,7 +238,11 @@ func (c *SystemEnrichContext) AddInstruction(key, text string, flags ...ItemFlag
 }
 
 func (c *SystemEnrichContext) route() route { return c.Envelope.route() }
-func (c *SystemEnrichContext) isolate()     { c.Envelope.clone(); c.Items = nil }
+func (c *SystemEnrichContext) isolate() {
+	c.Envelope.clone()
+	c.TargetMembers = cloneNonEmpty(c.TargetMembers)
+	c.Items = nil
+}
 func (c *SystemEnrichContext) merge(from *SystemEnrichContext) {
 	mergeFields(c.mutableFields(), c, from)
 }
@@ -241,8 +260,15 @@ func (c *SystemEnrichContext) describe(_ *SystemEnrichContext, detail bool) (Eff
 type ResponseKind string
 
 const (
-	ResponseAI     ResponseKind = "ai"
+	// ResponseAI: an agent's model answered.
+	ResponseAI ResponseKind = "ai"
+	// ResponseTeam: a team answered (its leader's synthesis of its
+	// members' answers); the envelope's Team describes the team.
+	ResponseTeam ResponseKind = "team"
+	// ResponseRouter: the router answered (a command, a hand-off).
 	ResponseRouter ResponseKind = "router"
+	// ResponseSystem: hookroom itself answered (a message:claim hook's
+	// text, a notice).
 	ResponseSystem ResponseKind = "system"
 )
 
@@ -1079,6 +1105,7 @@ var (
 	_ = guard[ModelResponseContext, *ModelResponseContext]
 	_ = guard[ToolResultContext, *ToolResultContext]
 	_ = guard[BudgetReachedContext, *BudgetReachedContext]
+	_ = guard[SubagentContext, *SubagentContext]
 	_ = guard[CustomEventContext, *CustomEventContext]
 
 	_ stopper    = (*ToolBeforeCallContext)(nil)

@@ -123,6 +123,8 @@ var (
 	ModelResponse                 = builtin[ModelResponseContext]("model:response", Observer, 1000, scopeAgent|scopeRoom)
 	ToolResult                    = builtin[ToolResultContext]("tool:result", Transformer, 500, scopeAgent|scopeRoom)
 	UsageBudgetReached            = builtin[BudgetReachedContext]("usage:budget_reached", Observer, 3000, scopeAgent|scopeRoom)
+	SubagentSpawned               = builtin[SubagentContext]("subagent:spawned", Observer, 1000, scopeAgent|scopeRoom)
+	SubagentEnded                 = builtin[SubagentContext]("subagent:ended", Observer, 1000, scopeAgent|scopeRoom)
 )
 
 var builtinByName = func() map[string]*eventInfo {
@@ -143,7 +145,7 @@ func BuiltinEvents() []string {
 }
 
 // ReservedNamespaces are the first segments that custom events may not use.
-var ReservedNamespaces = []string{"message", "system", "agent", "bot", "compaction", "schedule", "reaction", "room", "config", "session", "tool", "plugin", "model", "usage"}
+var ReservedNamespaces = []string{"message", "system", "agent", "bot", "compaction", "schedule", "reaction", "room", "config", "session", "tool", "plugin", "model", "usage", "subagent"}
 
 var customEventPattern = regexp.MustCompile(`^[a-z0-9_.-]+(:[a-z0-9_.-]+)+$`)
 

@@ -353,3 +353,53 @@ func BudgetReached(scope hooks.BudgetScope, limit, used int64, threshold float64
 		Where: Where(), Scope: scope, Subject: subject, Limit: limit, Used: used, Threshold: threshold, Day: "2026-01-02",
 	}
 }
+
+// TeamName is the team the team builders describe.
+const TeamName hooks.AgentName = "research"
+
+// Team returns the team fields of a turn of TeamName in mode, led by the
+// first of members, asking every member.
+func Team(mode hooks.TeamMode, members ...hooks.AgentName) *hooks.TeamInfo {
+	t := &hooks.TeamInfo{Name: TeamName, Mode: mode, Members: members, TargetMembers: slices.Clone(members)}
+	if len(members) > 0 {
+		t.Leader = members[0]
+	}
+	return t
+}
+
+// SubagentStarted is when the sub-agent runs of SubagentSpawned and
+// SubagentEnded start.
+var SubagentStarted = time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+
+// SubagentSpawned returns a subagent:spawned context: member answering
+// task for TeamName (depth 1), in the team's turn on Sender's message in
+// Room.
+func SubagentSpawned(member hooks.AgentName, task string) *hooks.SubagentContext {
+	w := Where()
+	w.Agent = TeamName
+	return &hooks.SubagentContext{
+		Where: w, RunID: string(EventID) + "/" + string(TeamName) + "/" + string(member) + "/answer",
+		AgentID: member, Parent: TeamName, Team: TeamName, Reason: hooks.SubagentTeamMember, Task: task,
+		SpawnDepth: 1, SourceEventID: EventID, StartedAt: SubagentStarted,
+	}
+}
+
+// SubagentEnded returns the subagent:ended context of SubagentSpawned's run,
+// ended after 1.5 s with outcome: one model call of 200 input and 40 output
+// tokens for ok, none and an error for the others.
+func SubagentEnded(member hooks.AgentName, task string, outcome hooks.SubagentOutcome) *hooks.SubagentContext {
+	c := SubagentSpawned(member, task)
+	c.Outcome, c.Duration = outcome, 1500*time.Millisecond
+	c.EndedAt = c.StartedAt.Add(c.Duration)
+	switch outcome {
+	case hooks.SubagentOK:
+		c.Usage = hooks.TokenUsage{Model: "test-model", InputTokens: 200, OutputTokens: 40, TotalTokens: 240, ModelCalls: 1}
+	case hooks.SubagentTimeout:
+		c.Error = "context deadline exceeded"
+	case hooks.SubagentKilled:
+		c.Error = "cancelled by a person"
+	default:
+		c.Error = "the model failed: 500 Internal Server Error"
+	}
+	return c
+}
