@@ -40,6 +40,8 @@ var contextsByEvent = map[string]hooks.Context{
 	"model:response":                   &hooks.ModelResponseContext{},
 	"tool:result":                      &hooks.ToolResultContext{},
 	"usage:budget_reached":             &hooks.BudgetReachedContext{},
+	"subagent:spawned":                 &hooks.SubagentContext{},
+	"subagent:ended":                   &hooks.SubagentContext{},
 }
 
 // jsonFields lists the JSON names of t's fields, embedded structs
@@ -126,7 +128,8 @@ func TestProtocolDocListsEveryContextField(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []string{"source_event_id", "resolved_thread_id", "requester_id", "attachment_ids", "mentioned_agents", "agent_name", "source_kind", "hook_source", "depth"} {
+	for _, f := range []string{"source_event_id", "resolved_thread_id", "requester_id", "attachment_ids", "mentioned_agents", "agent_name", "source_kind", "hook_source", "depth",
+		"team", "team_name", "team_mode", "team_leader", "member_names", "target_member_names", "member_name", "ad_hoc"} {
 		if !strings.Contains(doc, "`"+f+"`") {
 			t.Errorf("the doc lacks envelope field %q", f)
 		}

@@ -58,6 +58,8 @@ var runners = map[string]runner{
 	hooks.ModelResponse.Name():                 typed(hooks.ModelResponse),
 	hooks.ToolResult.Name():                    typed(hooks.ToolResult),
 	hooks.UsageBudgetReached.Name():            typed(hooks.UsageBudgetReached),
+	hooks.SubagentSpawned.Name():               typed(hooks.SubagentSpawned),
+	hooks.SubagentEnded.Name():                 typed(hooks.SubagentEnded),
 }
 
 // runnerFor returns the runner of a built-in or custom event.

@@ -121,6 +121,30 @@ var testPlugin = sdk.Plugin{
 			c.Logger().Info().Msgf("budget alert: %s %s at %.0f%% (%d of %d on %s)", c.Scope, c.Subject, c.Threshold*100, c.Used, c.Limit, c.Day)
 			return nil
 		}),
+		hooks.Handle(hooks.SystemEnrich, "team_rules", func(_ context.Context, c *hooks.SystemEnrichContext) error {
+			switch team := c.Envelope.Team; {
+			case team == nil:
+			case team.Member != "":
+				c.AddInstruction("team", "You answer as "+string(team.Member)+", a member of "+string(team.Name))
+			default:
+				c.AddInstruction("team", fmt.Sprintf("You lead %s (%s) asking %s", team.Name, team.Mode, names(c.TargetMembers)))
+			}
+			return nil
+		}),
+		hooks.Handle(hooks.MessageBeforeResponse, "team_sign", func(_ context.Context, c *hooks.BeforeResponseContext) error {
+			if c.Draft.Kind == hooks.ResponseTeam && c.Draft.Envelope.Team != nil {
+				c.Draft.Text += "\n-- " + string(c.Draft.Envelope.Team.Name) + ": " + names(c.Draft.Envelope.Team.TargetMembers)
+			}
+			return nil
+		}),
+		hooks.Handle(hooks.SubagentSpawned, "subagent_start", func(_ context.Context, c *hooks.SubagentContext) error {
+			c.Logger().Info().Msgf("sub-agent %s of %s spawned (%s, depth %d): %s", c.AgentID, c.Parent, c.Reason, c.SpawnDepth, c.Task)
+			return nil
+		}),
+		hooks.Handle(hooks.SubagentEnded, "subagent_end", func(_ context.Context, c *hooks.SubagentContext) error {
+			c.Logger().Info().Msgf("sub-agent %s ended %s after %s: %d tokens, run %s", c.AgentID, c.Outcome, c.Duration, c.Usage.TotalTokens, c.RunID)
+			return nil
+		}),
 		hooks.Handle(hooks.MessageClaim, "ping", func(_ context.Context, c *hooks.MessageClaimContext) error {
 			if c.Envelope.Body == "ping" {
 				c.Claim("pong")
@@ -288,7 +312,8 @@ func TestSameCodeBothModes(t *testing.T) {
 	for _, mode := range []string{"builtin", "process"} {
 		t.Run(mode, func(t *testing.T) {
 			h := newHarness(t, mode)
-			sdktest.RunShared(t, h, sdktest.Declared{Hooks: 20, GuardTimeout: 5 * time.Second})
+			sdktest.RunShared(t, h, sdktest.Declared{Hooks: 24, GuardTimeout: 5 * time.Second})
+			t.Run("team", func(t *testing.T) { sdktest.CheckTeam(t, h) })
 			t.Run("gate approval", func(t *testing.T) {
 				c := hooktest.ToolBeforeCall("read_file", `{"path":"/prod/x"}`)
 				sdktest.Emit(t, h, hooks.ToolBeforeCall, c)
@@ -404,4 +429,13 @@ func TestServeRedirectsStdout(t *testing.T) {
 	if strings.Contains(h.Logs.String(), "skipping a line") || !c.Suppress {
 		t.Error("the plugin wrote garbage into the protocol stream")
 	}
+}
+
+// names joins agent names with ", ".
+func names(ns []hooks.AgentName) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ", ")
 }

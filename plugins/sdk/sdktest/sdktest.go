@@ -330,3 +330,54 @@ func ReportPercentiles(b *testing.B, samples []time.Duration) {
 	b.ReportMetric(at(0.50), "p50-µs")
 	b.ReportMetric(at(0.99), "p99-µs")
 }
+
+// CheckTeam runs, as subtests of t, the checks of the test plugin's hooks
+// on a team's turn (hooktest.Team, coordinate, asking alice and carol of
+// alice, bob and carol): its "team_rules" collector tells the team's
+// leader whom it asks and a member who it is; its "team_sign" transformer
+// signs a reply of kind team with the team and the members it asked; its
+// "subagent_start" and "subagent_end" observers log each member run.
+func CheckTeam(t *testing.T, h *Harness) {
+	team := hooktest.Team(hooks.TeamCoordinate, "alice", "bob", "carol")
+	team.TargetMembers = []hooks.AgentName{"alice", "carol"}
+	env := hooktest.Envelope("compare the two papers")
+	env.AgentName, env.Team = hooktest.TeamName, team
+	t.Run("enrichment", func(t *testing.T) {
+		s := &hooks.SystemEnrichContext{Envelope: env, TargetAgent: hooktest.TeamName, TargetMembers: team.TargetMembers}
+		Emit(t, h, hooks.SystemEnrich, s)
+		want := []hooks.EnrichmentItem{
+			{Key: "agent", Text: "You are research", CachePolicy: hooks.Volatile},
+			{Key: "team", Text: "You lead research (coordinate) asking alice, carol", CachePolicy: hooks.Volatile},
+		}
+		if !slices.Equal(s.Items, want) {
+			t.Errorf("team's items = %+v", s.Items)
+		}
+		member := *team
+		member.Member = "carol"
+		m := &hooks.SystemEnrichContext{Envelope: env, TargetAgent: "carol"}
+		m.Envelope.Team = &member
+		Emit(t, h, hooks.SystemEnrich, m)
+		want = []hooks.EnrichmentItem{
+			{Key: "agent", Text: "You are carol", CachePolicy: hooks.Volatile},
+			{Key: "team", Text: "You answer as carol, a member of research", CachePolicy: hooks.Volatile},
+		}
+		if !slices.Equal(m.Items, want) {
+			t.Errorf("member's items = %+v", m.Items)
+		}
+	})
+	t.Run("response kind", func(t *testing.T) {
+		c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{Text: "Both agree.", Kind: hooks.ResponseTeam, Envelope: env}}
+		Emit(t, h, hooks.MessageBeforeResponse, c)
+		if want := "Both agree.\n-- sent by hookroom\n-- research: alice, carol"; c.Draft.Text != want || c.Draft.Kind != hooks.ResponseTeam {
+			t.Errorf("draft %q (%s), want %q", c.Draft.Text, c.Draft.Kind, want)
+		}
+	})
+	t.Run("sub-agents", func(t *testing.T) {
+		Emit(t, h, hooks.SubagentSpawned, hooktest.SubagentSpawned("alice", "find the sources"))
+		h.Logs.WaitFor(t, "sub-agent alice of research spawned (team_member, depth 1): find the sources", 3*time.Second)
+		Emit(t, h, hooks.SubagentEnded, hooktest.SubagentEnded("alice", "find the sources", hooks.SubagentOK))
+		h.Logs.WaitFor(t, "sub-agent alice ended ok after 1.5s: 240 tokens, run $event:localhost/research/alice/answer", 3*time.Second)
+		Emit(t, h, hooks.SubagentEnded, hooktest.SubagentEnded("carol", "check the numbers", hooks.SubagentKilled))
+		h.Logs.WaitFor(t, "sub-agent carol ended killed after 1.5s: 0 tokens, run $event:localhost/research/carol/answer", 3*time.Second)
+	})
+}
