@@ -156,7 +156,9 @@ func (m *Manager) Close() {
 // unless the spec configures a token or password (then the error wraps
 // ErrTokenRejected or the login's error), creates the account with the
 // configured registration method and a generated random password, which
-// is stored before the account is created. A configured token whose device
+// is stored before the account is created — or, with an application
+// service token, registers it (an existing account is fine) and logs it
+// in through the application service, with no password. A configured token whose device
 // has keys this database does not hold fails with ErrDeviceKeysUnknown.
 // Finally it sets the display name and avatar if they differ. Credentials
 // are persisted; they are never logged.
@@ -342,11 +344,16 @@ func (m *Manager) authenticate(ctx context.Context, cli *mautrix.Client, spec Ac
 	if tokenRejected {
 		return fmt.Errorf("failed to log in as %s: %w (M_UNKNOWN_TOKEN: it expired or was revoked; issue a new one)", cli.UserID, ErrTokenRejected)
 	}
-	if m.cfg.Registration.SharedSecret == "" && m.cfg.Registration.Token == "" {
+	if m.cfg.Registration.SharedSecret == "" && m.cfg.Registration.Token == "" && m.cfg.Registration.AppServiceToken == "" {
 		if loginErr != nil {
 			return fmt.Errorf("failed to log in as %s (%w): %w", cli.UserID, ErrNoRegistration, loginErr)
 		}
 		return fmt.Errorf("failed to set up %s: %w", cli.UserID, ErrNoRegistration)
+	}
+	if m.cfg.Registration.AppServiceToken != "" {
+		// No password: the application service's token creates the
+		// account and logs it in (appservice.go).
+		return m.appServiceLogin(ctx, cli, creds)
 	}
 	if creds.Password == "" {
 		if creds.Password, err = generatePassword(); err != nil {
@@ -480,6 +487,12 @@ func (m *Manager) passwordLogin(ctx context.Context, cli *mautrix.Client, creds 
 	if err != nil {
 		return err
 	}
+	return m.adoptLogin(ctx, cli, creds, resp)
+}
+
+// adoptLogin checks a login's response and makes its token and device
+// cli's and creds' (stored).
+func (m *Manager) adoptLogin(ctx context.Context, cli *mautrix.Client, creds *credentials, resp *mautrix.RespLogin) error {
 	if resp.UserID != "" && resp.UserID != cli.UserID {
 		return fmt.Errorf("logged in as %s instead of %s", resp.UserID, cli.UserID)
 	}

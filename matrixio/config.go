@@ -55,9 +55,16 @@ type Config struct {
 }
 
 // Registration holds the means to create missing accounts. At most one is
-// used: the shared secret wins over the token. Its String method never
-// shows the secrets, so it is safe to log.
+// used: the application service token wins over the shared secret, which
+// wins over the token. Its String method never shows the secrets, so it is
+// safe to log.
 type Registration struct {
+	// AppServiceToken is the as_token of the application service hookroom
+	// is registered as (AppServiceRegistration). Accounts are created and
+	// logged in with it (m.login.application_service): no password is
+	// generated or needed. The accounts must be in the registration's user
+	// namespace.
+	AppServiceToken string
 	// SharedSecret is the homeserver's registration shared secret
 	// (Synapse registration_shared_secret, Dendrite
 	// client_api.registration_shared_secret). Accounts are created through
@@ -71,6 +78,8 @@ type Registration struct {
 // String reports which registration method is configured, without secrets.
 func (r Registration) String() string {
 	switch {
+	case r.AppServiceToken != "":
+		return "appservice"
 	case r.SharedSecret != "":
 		return "shared-secret"
 	case r.Token != "":

@@ -202,7 +202,8 @@ var errNoPassword = errors.New("no password is known for the account, which publ
 // ensureCrossSigning makes sure the account has cross-signing keys whose
 // private parts hookroom holds, and that the current device is signed with
 // them. The first run publishes new keys (user-interactive auth with the
-// password); later runs only sign a new device.
+// password; none for an application service's account); later runs only
+// sign a new device.
 func (m *Manager) ensureCrossSigning(ctx context.Context, mach *crypto.OlmMachine, cli *mautrix.Client, password string) error {
 	rec, err := m.store.loadCrossSigning(ctx, cli.UserID)
 	if err != nil {
@@ -213,7 +214,15 @@ func (m *Manager) ensureCrossSigning(ctx context.Context, mach *crypto.OlmMachin
 			return fmt.Errorf("failed to load stored cross-signing keys: %w", err)
 		}
 	} else {
-		if password == "" {
+		auth := passwordAuth(cli.UserID, password)
+		switch {
+		case password != "":
+		case m.cfg.Registration.AppServiceToken != "":
+			// An application service's account has no password; a first
+			// upload needs no user-interactive auth (Matrix 1.11), so the
+			// homeserver's challenge, if any, is not answered.
+			auth = func(*mautrix.RespUserInteractive) any { return nil }
+		default:
 			return errNoPassword
 		}
 		keys, err := mach.GenerateCrossSigningKeys()
@@ -227,7 +236,7 @@ func (m *Manager) ensureCrossSigning(ctx context.Context, mach *crypto.OlmMachin
 			return err
 		}
 		err = m.retry.do(ctx, "publish cross-signing keys", retryTransient, func(ctx context.Context) error {
-			return mach.PublishCrossSigningKeys(ctx, keys, passwordAuth(cli.UserID, password))
+			return mach.PublishCrossSigningKeys(ctx, keys, auth)
 		})
 		if err != nil {
 			_ = m.store.deleteCrossSigning(ctx, cli.UserID)

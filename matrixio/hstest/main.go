@@ -60,7 +60,7 @@ func Shared(t testing.TB) *Server {
 		t.Fatal("hstest.Shared needs the package's TestMain to call hstest.Main(m)")
 	}
 	if shared.srv == nil && shared.err == nil {
-		shared.srv, shared.err = newServer()
+		shared.srv, shared.err = newServer(Options{})
 	}
 	if shared.err != nil {
 		t.Fatalf("hstest: shared homeserver: %v", shared.err)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,9 @@ type Server struct {
 
 	port int
 	bin  string
+	// appServices are the registration files (in Dir) written into
+	// dendrite.yaml at every launch.
+	appServices []string
 
 	mu   sync.Mutex
 	proc *process // nil while stopped
@@ -57,8 +61,25 @@ type process struct {
 // test restarts or stops the server; other tests should share one with Shared.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// Options configure a server started with StartWith. The zero value is
+// Start's server.
+type Options struct {
+	// AppServices are application service registration files (YAML, as
+	// Synapse and Dendrite read them) the server loads at start
+	// (app_service_api.config_files). They are copied into the data
+	// directory first, so they may be removed afterwards.
+	AppServices []string
+}
+
+// StartWith is Start with opts: a fresh homeserver for the calling test
+// only, stopped and removed in t.Cleanup.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
 	skipShort(t)
-	s, err := newServer()
+	s, err := newServer(opts)
 	if err != nil {
 		t.Fatalf("hstest: %v", err)
 	}
@@ -119,7 +140,7 @@ func StartIn(t testing.TB, dir string) *Server {
 
 // newServer creates a data directory and starts a server in it on a free port. On failure the
 // directory is removed and the error carries the end of the server's log.
-func newServer() (*Server, error) {
+func newServer(opts Options) (*Server, error) {
 	bin, err := binaries()
 	if err != nil {
 		return nil, err
@@ -131,6 +152,12 @@ func newServer() (*Server, error) {
 		return nil, fmt.Errorf("failed to create a data directory: %w", err)
 	}
 	s := &Server{Dir: dir, bin: bin}
+	for _, file := range opts.AppServices {
+		if err := s.copyAppService(file); err != nil {
+			s.removeDir()
+			return nil, err
+		}
+	}
 	// A free port can be taken between choosing and binding it; then choose again.
 	for attempt := 1; ; attempt++ {
 		if s.port, err = freePort(); err == nil {
@@ -204,6 +231,74 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
+// AddAppService registers the application service of the registration file with the server,
+// as an operator does: the file is copied into the data directory, listed in dendrite.yaml's
+// app_service_api.config_files, and the server is restarted (same directory, port and users).
+// The test fails when the file cannot be read or the server does not start with it. Do not call
+// it on the server returned by Shared.
+func (s *Server) AddAppService(t testing.TB, file string) {
+	t.Helper()
+	if err := s.copyAppService(file); err != nil {
+		t.Fatalf("hstest: %v", err)
+	}
+	s.Restart(t)
+}
+
+// copyAppService copies a registration file into the data directory and adds it to the files
+// the next launch lists in dendrite.yaml.
+func (s *Server) copyAppService(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("failed to read the application service registration: %w", err)
+	}
+	dst := filepath.Join(s.Dir, fmt.Sprintf("appservice-%d.yaml", len(s.appServices)+1))
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		return fmt.Errorf("failed to copy the application service registration: %w", err)
+	}
+	s.appServices = append(s.appServices, dst)
+	return nil
+}
+
+// configureAppServices lists s.appServices in dendrite.yaml's app_service_api.config_files,
+// which scripts/dendrite.sh prepare writes as an empty list.
+func (s *Server) configureAppServices() error {
+	if len(s.appServices) == 0 {
+		return nil
+	}
+	path := filepath.Join(s.Dir, "dendrite.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("failed to read dendrite.yaml: %w", err)
+	}
+	const section, empty = "\napp_service_api:\n", "\n  config_files: []\n"
+	start := bytes.Index(data, []byte(section))
+	end := -1
+	if start >= 0 {
+		// The section ends at the next top-level key.
+		rest := data[start+len(section):]
+		next := len(rest)
+		for i := 0; i < len(rest)-1; i++ {
+			if rest[i] == '\n' && rest[i+1] != ' ' && rest[i+1] != '#' {
+				next = i
+				break
+			}
+		}
+		if i := bytes.Index(rest[:next+1], []byte(empty[1:])); i >= 0 {
+			end = start + len(section) + i
+		}
+	}
+	if end < 0 {
+		return errors.New("dendrite.yaml from scripts/dendrite.sh prepare has no app_service_api.config_files: [] to fill in")
+	}
+	var list strings.Builder
+	list.WriteString("  config_files:\n")
+	for _, f := range s.appServices {
+		fmt.Fprintf(&list, "  - %s\n", strconv.Quote(f))
+	}
+	out := slices.Concat(data[:end], []byte(list.String()), data[end+len(empty)-1:])
+	return os.WriteFile(path, out, 0o600)
+}
+
 var errPortInUse = errors.New("port already in use")
 
 // launch writes the configuration for s.port with scripts/dendrite.sh and starts the dendrite
@@ -211,6 +306,9 @@ var errPortInUse = errors.New("port already in use")
 func (s *Server) launch() error {
 	if msg, err := runScript(s.bin, "prepare", s.Dir, strconv.Itoa(s.port)); err != nil {
 		return fmt.Errorf("failed to configure Dendrite with scripts/dendrite.sh prepare: %w\n%s", err, msg)
+	}
+	if err := s.configureAppServices(); err != nil {
+		return err
 	}
 	env, err := readEnvFile(filepath.Join(s.Dir, "env"))
 	if err != nil {

@@ -78,3 +78,34 @@ func TestLaunchDoesNotMistakeAnotherServerForItsOwn(t *testing.T) {
 		t.Fatalf("launch = %v, want errPortInUse", err)
 	}
 }
+
+// The registration files go into app_service_api.config_files, whatever
+// scripts/dendrite.sh prepare wrote around it.
+func TestConfigureAppServices(t *testing.T) {
+	t.Parallel()
+	const before = "version: 2\napp_service_api:\n  disable_tls_validation: true\n  config_files: []\nclient_api:\n  config_files: []\n"
+	s := &Server{Dir: t.TempDir()}
+	path := filepath.Join(s.Dir, "dendrite.yaml")
+	if err := os.WriteFile(path, []byte(before), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.configureAppServices(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != before {
+		t.Errorf("without registrations dendrite.yaml changed:\n%s", got)
+	}
+	s.appServices = []string{"/data/a.yaml", "/data/b c.yaml"}
+	if err := s.configureAppServices(); err != nil {
+		t.Fatal(err)
+	}
+	want := "version: 2\napp_service_api:\n  disable_tls_validation: true\n  config_files:\n  - \"/data/a.yaml\"\n  - \"/data/b c.yaml\"\nclient_api:\n  config_files: []\n"
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Errorf("dendrite.yaml =\n%s\nwant\n%s", got, want)
+	}
+	// A configuration without the empty list is an error, not silently
+	// a server without the application service.
+	if err := s.configureAppServices(); err == nil || !strings.Contains(err.Error(), "app_service_api.config_files") {
+		t.Errorf("second edit: error = %v", err)
+	}
+}
