@@ -131,7 +131,7 @@ var testPlugin = sdk.Plugin{
 			}
 			return nil
 		}),
-		hooks.Handle(hooks.MessageBeforeResponse, "team_sign", func(_ context.Context, c *hooks.BeforeResponseContext) error {
+		hooks.Handle(hooks.MessageFinalResponseTransform, "team_sign", func(_ context.Context, c *hooks.FinalResponseContext) error {
 			if c.Draft.Kind == hooks.ResponseTeam && c.Draft.Envelope.Team != nil {
 				c.Draft.Text += "\n-- " + string(c.Draft.Envelope.Team.Name) + ": " + names(c.Draft.Envelope.Team.TargetMembers)
 			}

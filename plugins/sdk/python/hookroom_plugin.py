@@ -36,6 +36,17 @@ With this module a plugin is a few decorated functions::
     async def mask(ctx):
         ctx.content = re.sub(r"AKIA[0-9A-Z]{16}", "AKIA****", ctx.content)
 
+    @hook("system:enrich")
+    async def team_rules(ctx):
+        team = ctx.envelope.team  # None unless a team answers
+        if team and not team.member_name:
+            ctx.add_instruction("team", "Ask only " + ", ".join(ctx.target_member_names))
+
+    @hook("subagent:ended")
+    async def meter_members(ctx):
+        ctx.logger.info("sub-agent", agent=ctx.agent_id, parent=ctx.parent_agent, reason=ctx.reason,
+                        outcome=ctx.outcome, tokens=ctx.usage.total_tokens, seconds=ctx.duration_ns / 1e9)
+
     @tool("add", "Adds two numbers", {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
     async def add(call):
         return str(call.arguments["a"] + call.arguments["b"])
@@ -546,6 +557,12 @@ class HookContext(_Base):
         self._data["content"] = str(v)
 
     # -- conveniences -------------------------------------------------------
+    @property
+    def target_member_names(self) -> list[str]:
+        """message:enrich, system:enrich: the team members a team's turn asks (``[]`` for a
+        single agent's turn); the team itself is ``ctx.envelope.team``."""
+        return list(self._data.get("target_member_names") or [])
+
     @property
     def tool_name(self) -> str:
         """tool:before_call, tool:after_call, tool:approval_*, tool:result: the tool's name."""

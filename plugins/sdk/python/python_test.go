@@ -104,7 +104,8 @@ func newHarness(t *testing.T, mode string) *harness {
 // (sdktest's), and some of its own.
 func TestRoundTripEveryMode(t *testing.T) {
 	h := newHarness(t, "ok")
-	sdktest.RunShared(t, h.Harness, sdktest.Declared{Hooks: 15, GuardTimeout: 150 * time.Millisecond})
+	sdktest.RunShared(t, h.Harness, sdktest.Declared{Hooks: 19, GuardTimeout: 150 * time.Millisecond})
+	t.Run("team", func(t *testing.T) { sdktest.CheckTeam(t, h.Harness) })
 	t.Run("version", func(t *testing.T) {
 		if v := h.p.Version(); v != "1.2.3" {
 			t.Errorf("version = %q", v)

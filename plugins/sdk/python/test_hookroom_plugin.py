@@ -274,6 +274,30 @@ def make_plugin() -> hp.Plugin:
     async def budget_alert(ctx):
         ctx.logger.info("budget", scope=ctx.scope, subject=ctx.subject, share=ctx.threshold, day=ctx.day)
 
+    @p.hook("system:enrich")
+    async def team_rules(ctx):
+        team = ctx.envelope.team
+        if team is None:
+            return
+        if team.member_name:
+            ctx.add_instruction("team", f"You answer as {team.member_name}, a member of {team.team_name}")
+        else:
+            ctx.add_instruction("team", f"You lead {team.team_name} ({team.team_mode}) asking {', '.join(ctx.target_member_names)}")
+
+    @p.hook("message:before_response")
+    async def team_sign(ctx):
+        team = ctx.draft.envelope.team
+        if ctx.draft.kind == "team" and team:
+            ctx.draft.text += f"\n-- {team.team_name}: {', '.join(team.target_member_names)}"
+
+    @p.hook("subagent:spawned")
+    async def subagent_start(ctx):
+        ctx.logger.info("spawned", agent=ctx.agent_id, parent=ctx.parent_agent, team=ctx.team, reason=ctx.reason, depth=ctx.spawn_depth, task=ctx.task)
+
+    @p.hook("subagent:ended")
+    async def subagent_end(ctx):
+        ctx.logger.info("ended", run=ctx.run_id, outcome=ctx.outcome, error=ctx.error, tokens=ctx.usage.total_tokens, seconds=ctx.duration_ns / 1e9)
+
     @p.tool("add", "adds", {"type": "object"})
     async def add(call):
         return call.arguments["a"] + call.arguments["b"]
@@ -476,6 +500,49 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
         logs = {l["message"]: l["fields"] for l in self.host.logs}
         self.assertEqual(logs["metered"], {"round": 2, "tokens": 15, "latency_ms": 250.0, "tools": ["clock"]})
         self.assertEqual(logs["budget"], {"scope": "person", "subject": "@alice:localhost", "share": 0.8, "day": "2026-01-02"})
+
+    async def test_team(self):
+        team = {
+            "team_name": "research",
+            "team_mode": "coordinate",
+            "team_leader": "alice",
+            "member_names": ["alice", "bob", "carol"],
+            "target_member_names": ["alice", "carol"],
+        }
+        env = {**envelope(), "agent_name": "research", "team": team}
+        lead = {"envelope": env, "target_agent": "research", "target_member_names": ["alice", "carol"]}
+        want = {"items": [{"key": "team", "text": "You lead research (coordinate) asking alice, carol", "cache_policy": "volatile"}]}
+        self.assertEqual(await self.result("team_rules", "system:enrich", lead), want)
+        member = {"envelope": {**env, "team": {**team, "member_name": "carol"}}, "target_agent": "carol"}
+        want = {"items": [{"key": "team", "text": "You answer as carol, a member of research", "cache_policy": "volatile"}]}
+        self.assertEqual(await self.result("team_rules", "system:enrich", member), want)
+        self.assertEqual(await self.result("team_rules", "system:enrich", {"envelope": envelope(), "target_agent": "assistant"}), {})
+
+        draft = {"draft": {"text": "Both agree.", "kind": "team", "envelope": env}}
+        want = {"draft": {"text": "Both agree.\n-- research: alice, carol", "extra": None, "tool_trace": None, "suppress": False}}
+        self.assertEqual(await self.result("team_sign", "message:before_response", draft), want)
+        draft = {"draft": {"text": "Hi.", "kind": "ai", "envelope": envelope()}}
+        self.assertEqual((await self.result("team_sign", "message:before_response", draft))["draft"]["text"], "Hi.")
+
+        run = {
+            "agent": "research",
+            "room_id": "!room:localhost",
+            "run_id": "$e/research/alice/answer",
+            "agent_id": "alice",
+            "parent_agent": "research",
+            "team": "research",
+            "reason": "team_member",
+            "task": "find the sources",
+            "spawn_depth": 1,
+            "started_at": "2026-01-02T10:00:00Z",
+            "usage": {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "total_tokens": 0, "model_calls": 0},
+        }
+        self.assertEqual(await self.result("subagent_start", "subagent:spawned", run), {})
+        ended = {**run, "outcome": "timeout", "error": "context deadline exceeded", "ended_at": "2026-01-02T10:00:01.5Z", "duration_ns": 1500000000}
+        self.assertEqual(await self.result("subagent_end", "subagent:ended", ended), {})
+        logs = {l["message"]: l["fields"] for l in self.host.logs}
+        self.assertEqual(logs["spawned"], {"agent": "alice", "parent": "research", "team": "research", "reason": "team_member", "depth": 1, "task": "find the sources"})
+        self.assertEqual(logs["ended"], {"run": "$e/research/alice/answer", "outcome": "timeout", "error": "context deadline exceeded", "tokens": 0, "seconds": 1.5})
 
     async def test_host_calls(self):
         ctx = {"result": {"text": "42", "envelope": envelope()}}

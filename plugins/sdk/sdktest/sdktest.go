@@ -335,7 +335,8 @@ func ReportPercentiles(b *testing.B, samples []time.Duration) {
 // on a team's turn (hooktest.Team, coordinate, asking alice and carol of
 // alice, bob and carol): its "team_rules" collector tells the team's
 // leader whom it asks and a member who it is; its "team_sign" transformer
-// signs a reply of kind team with the team and the members it asked; its
+// signs the final text of a streamed reply of kind team (after "shout")
+// with the team and the members it asked; its
 // "subagent_start" and "subagent_end" observers log each member run.
 func CheckTeam(t *testing.T, h *Harness) {
 	team := hooktest.Team(hooks.TeamCoordinate, "alice", "bob", "carol")
@@ -366,9 +367,9 @@ func CheckTeam(t *testing.T, h *Harness) {
 		}
 	})
 	t.Run("response kind", func(t *testing.T) {
-		c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{Text: "Both agree.", Kind: hooks.ResponseTeam, Envelope: env}}
-		Emit(t, h, hooks.MessageBeforeResponse, c)
-		if want := "Both agree.\n-- sent by hookroom\n-- research: alice, carol"; c.Draft.Text != want || c.Draft.Kind != hooks.ResponseTeam {
+		c := &hooks.FinalResponseContext{Draft: hooks.FinalDraft{Text: "Both agree.", Kind: hooks.ResponseTeam, Envelope: env}}
+		Emit(t, h, hooks.MessageFinalResponseTransform, c)
+		if want := "BOTH AGREE.\n-- research: alice, carol"; c.Draft.Text != want || c.Draft.Kind != hooks.ResponseTeam {
 			t.Errorf("draft %q (%s), want %q", c.Draft.Text, c.Draft.Kind, want)
 		}
 	})

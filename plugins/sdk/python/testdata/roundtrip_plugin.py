@@ -98,6 +98,35 @@ async def mask(ctx):
     ctx.content = ctx.content.replace("AKIA1234", "AKIA****")
 
 
+@hook("system:enrich")
+async def team_rules(ctx):
+    team = ctx.envelope.team
+    if team is None:
+        return
+    if team.member_name:
+        ctx.add_instruction("team", f"You answer as {team.member_name}, a member of {team.team_name}")
+    else:
+        ctx.add_instruction("team", f"You lead {team.team_name} ({team.team_mode}) asking {', '.join(ctx.target_member_names)}")
+
+
+@hook("message:final_response_transform")
+async def team_sign(ctx):
+    team = ctx.draft.envelope.team
+    if ctx.draft.kind == "team" and team:
+        ctx.draft.text += f"\n-- {team.team_name}: {', '.join(team.target_member_names)}"
+
+
+@hook("subagent:spawned")
+async def subagent_start(ctx):
+    ctx.logger.info(f"sub-agent {ctx.agent_id} of {ctx.parent_agent} spawned ({ctx.reason}, depth {ctx.spawn_depth}): {ctx.task}")
+
+
+@hook("subagent:ended")
+async def subagent_end(ctx):
+    seconds = ctx.duration_ns / 1e9
+    ctx.logger.info(f"sub-agent {ctx.agent_id} ended {ctx.outcome} after {seconds:g}s: {ctx.usage.total_tokens} tokens, run {ctx.run_id}")
+
+
 @hook("sdktest:emitted")
 async def emitted(ctx):
     await ctx.send_message("!room:localhost", "emitted from " + ctx.payload["from"])
