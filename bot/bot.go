@@ -289,8 +289,9 @@ func matrixConfig(cfg *config.Config) matrixio.Config {
 		HomeserverURL: cfg.Matrix.Homeserver,
 		ServerName:    cfg.Matrix.ServerName,
 		Registration: matrixio.Registration{
-			SharedSecret: cfg.Matrix.Registration.SharedSecret.Reveal(),
-			Token:        cfg.Matrix.Registration.Token.Reveal(),
+			SharedSecret:    cfg.Matrix.Registration.SharedSecret.Reveal(),
+			Token:           cfg.Matrix.Registration.Token.Reveal(),
+			AppServiceToken: cfg.Matrix.Registration.AppService.ASToken.Reveal(), // issue 22: appservice accounts
 		},
 		TimelineLimit: cfg.Matrix.SyncTimelineLimit,
 		Encryption: matrixio.Encryption{
