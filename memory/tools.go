@@ -25,8 +25,25 @@ const (
 // agents whose memory is enabled; a call for an agent without memory fails
 // with a message the model sees.
 func Tools(s *Store, encrypted EncryptedFunc) []agents.Tool {
-	return []agents.Tool{
-		agents.NewTool(agents.ToolSpec{
+	specs := ToolSpecs()
+	out := make([]agents.Tool, len(specs))
+	for i, spec := range specs {
+		out[i] = agents.NewTool(spec, func(ctx context.Context, raw json.RawMessage) (string, error) {
+			who, err := toolWho(ctx, encrypted)
+			if err != nil {
+				return "", err
+			}
+			return s.CallTool(ctx, who, spec.Name, raw)
+		})
+	}
+	return out
+}
+
+// ToolSpecs describes the remember, recall and forget tools to the model,
+// in that order.
+func ToolSpecs() []agents.ToolSpec {
+	return []agents.ToolSpec{
+		{
 			Name: ToolRemember,
 			Description: "Remember a durable fact for later conversations: something the person wants you to remember, " +
 				"a preference, a fact about them. scope person (default) keeps it for this person only, in every room; " +
@@ -36,28 +53,8 @@ func Tools(s *Store, encrypted EncryptedFunc) []agents.Tool {
 				`"text":{"type":"string","description":"the fact, one self-contained sentence"},` +
 				`"scope":{"type":"string","enum":["person","room","agent"],"description":"whose memory it is (default person)"}},` +
 				`"required":["text"],"additionalProperties":false}`),
-		}, func(ctx context.Context, raw json.RawMessage) (string, error) {
-			var a struct {
-				Text  string `json:"text"`
-				Scope Scope  `json:"scope"`
-			}
-			if err := decodeArgs(raw, &a); err != nil {
-				return "", err
-			}
-			if a.Scope == "" {
-				a.Scope = ScopePerson
-			}
-			who, err := toolWho(ctx, encrypted)
-			if err != nil {
-				return "", err
-			}
-			m, created, err := s.Remember(ctx, who, a.Scope, a.Text, SourceTool)
-			if err != nil {
-				return "", err
-			}
-			return toolJSON(map[string]any{"id": m.ID, "scope": m.Scope, "text": m.Text, "already_remembered": !created})
-		}),
-		agents.NewTool(agents.ToolSpec{
+		},
+		{
 			Name: ToolRecall,
 			Description: "Search what you remember about the person you are talking to, this room, and in general. " +
 				"Relevant memories are already given to you with each message; use this to look for something else.",
@@ -65,62 +62,80 @@ func Tools(s *Store, encrypted EncryptedFunc) []agents.Tool {
 				`"query":{"type":"string","description":"what to look for, in words"},` +
 				`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"how many memories at most (default 5)"}},` +
 				`"required":["query"],"additionalProperties":false}`),
-		}, func(ctx context.Context, raw json.RawMessage) (string, error) {
-			var a struct {
-				Query string `json:"query"`
-				Limit int    `json:"limit"`
-			}
-			if err := decodeArgs(raw, &a); err != nil {
-				return "", err
-			}
-			who, err := toolWho(ctx, encrypted)
-			if err != nil {
-				return "", err
-			}
-			if !s.Options(who.Agent).Enabled {
-				return "", fmt.Errorf("%w for agent %s", ErrDisabled, who.Agent)
-			}
-			mems, err := s.Recall(ctx, who, a.Query, min(max(a.Limit, 0), 20))
-			if err != nil {
-				return "", err
-			}
-			type item struct {
-				ID    string `json:"id"`
-				Scope Scope  `json:"scope"`
-				Text  string `json:"text"`
-			}
-			out := make([]item, len(mems))
-			for i, m := range mems {
-				out[i] = item{m.ID, m.Scope, m.Text}
-			}
-			return toolJSON(map[string]any{"memories": out})
-		}),
-		agents.NewTool(agents.ToolSpec{
+		},
+		{
 			Name: ToolForget,
 			Description: "Forget a memory by its id (the [id] shown with remembered facts), for good. " +
 				"You can forget the person's own memories and the room or general memories they told you.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
 				`"id":{"type":"string","description":"the memory's id, e.g. mab3k9xq2"}},` +
 				`"required":["id"],"additionalProperties":false}`),
-		}, func(ctx context.Context, raw json.RawMessage) (string, error) {
-			var a struct {
-				ID string `json:"id"`
-			}
-			if err := decodeArgs(raw, &a); err != nil {
-				return "", err
-			}
-			who, err := toolWho(ctx, encrypted)
-			if err != nil {
-				return "", err
-			}
-			if err := s.Forget(ctx, who, a.ID); errors.Is(err, ErrNotFound) {
-				return "", fmt.Errorf("no memory %q that this person may forget", a.ID)
-			} else if err != nil {
-				return "", err
-			}
-			return toolJSON(map[string]any{"forgotten": a.ID})
-		}),
+		},
 	}
+}
+
+// CallTool runs one call of the tool called name (ToolRemember, ToolRecall
+// or ToolForget) with the model's arguments raw, for who — which the caller
+// takes from the tool call (its agent, requester and room), never from the
+// arguments. It returns what the model sees.
+func (s *Store) CallTool(ctx context.Context, who Who, name string, raw json.RawMessage) (string, error) {
+	switch name {
+	case ToolRemember:
+		var a struct {
+			Text  string `json:"text"`
+			Scope Scope  `json:"scope"`
+		}
+		if err := decodeArgs(raw, &a); err != nil {
+			return "", err
+		}
+		if a.Scope == "" {
+			a.Scope = ScopePerson
+		}
+		m, created, err := s.Remember(ctx, who, a.Scope, a.Text, SourceTool)
+		if err != nil {
+			return "", err
+		}
+		return toolJSON(map[string]any{"id": m.ID, "scope": m.Scope, "text": m.Text, "already_remembered": !created})
+	case ToolRecall:
+		var a struct {
+			Query string `json:"query"`
+			Limit int    `json:"limit"`
+		}
+		if err := decodeArgs(raw, &a); err != nil {
+			return "", err
+		}
+		if !s.Options(who.Agent).Enabled {
+			return "", fmt.Errorf("%w for agent %s", ErrDisabled, who.Agent)
+		}
+		mems, err := s.Recall(ctx, who, a.Query, min(max(a.Limit, 0), 20))
+		if err != nil {
+			return "", err
+		}
+		type item struct {
+			ID    string `json:"id"`
+			Scope Scope  `json:"scope"`
+			Text  string `json:"text"`
+		}
+		out := make([]item, len(mems))
+		for i, m := range mems {
+			out[i] = item{m.ID, m.Scope, m.Text}
+		}
+		return toolJSON(map[string]any{"memories": out})
+	case ToolForget:
+		var a struct {
+			ID string `json:"id"`
+		}
+		if err := decodeArgs(raw, &a); err != nil {
+			return "", err
+		}
+		if err := s.Forget(ctx, who, a.ID); errors.Is(err, ErrNotFound) {
+			return "", fmt.Errorf("no memory %q that this person may forget", a.ID)
+		} else if err != nil {
+			return "", err
+		}
+		return toolJSON(map[string]any{"forgotten": a.ID})
+	}
+	return "", fmt.Errorf("unknown memory tool %q", name)
 }
 
 // toolWho is the Who of a tool call: its agent, requester and room.

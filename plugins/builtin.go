@@ -3,11 +3,14 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
+	"go.mau.fi/util/dbutil"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
 )
@@ -45,6 +48,51 @@ type Env struct {
 	// Logger is bound to the plugin's name. Hooks should prefer the logger
 	// of their context (c.Logger()), which also names the hook and event.
 	Logger *zerolog.Logger
+
+	// The fields below are host capabilities that only built-in plugins
+	// get: they are trusted code compiled into hookroom. Process plugins
+	// never see them (a process gets its settings, state directory and
+	// environment, and reaches the host through the protocol's services).
+
+	// ConfigDir is the directory of config.yaml, the one relative paths in
+	// settings are resolved against (see ResolvePath).
+	ConfigDir string
+	// DB is hookroom's own database (SQLite or PostgreSQL), nil when the
+	// host offers none (Loader.DB). A plugin keeps its tables apart with
+	// their own version table (internal/database.Tables) and never touches
+	// the host's.
+	DB *dbutil.Database
+	// RoomEncrypted reports whether a room is end-to-end encrypted, nil
+	// when the host cannot tell (Loader.RoomEncrypted). Treat nil and an
+	// error as "encrypted": what is said in an encrypted room must not
+	// leave the server by mistake.
+	RoomEncrypted func(ctx context.Context, room id.RoomID) (bool, error)
+}
+
+// ResolvePath returns p resolved against ConfigDir when it is relative
+// (against the working directory when ConfigDir is empty), cleaned.
+func (e Env) ResolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	dir := e.ConfigDir
+	if dir == "" {
+		if abs, err := filepath.Abs("."); err == nil {
+			dir = abs
+		}
+	}
+	return filepath.Join(dir, p)
+}
+
+// Encrypted reports whether room is end-to-end encrypted, by
+// RoomEncrypted, and true whenever it cannot tell: no RoomEncrypted, an
+// error, or an empty room id.
+func (e Env) Encrypted(ctx context.Context, room id.RoomID) bool {
+	if e.RoomEncrypted == nil || room == "" {
+		return true
+	}
+	enc, err := e.RoomEncrypted(ctx, room)
+	return err != nil || enc
 }
 
 var builtinRegistry = struct {

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"regexp"
 	"runtime/debug"
+	"slices"
+	"strings"
+
+	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/plugins/process"
@@ -17,8 +21,11 @@ import (
 // reload.
 //
 // An instance may also implement ToolProvider (it offers tools to agents),
-// io.Closer (it holds resources; Close is called once when no plugin set
-// uses it any more) and HealthReporter.
+// CommandProvider (it answers chat commands), io.Closer (it holds
+// resources such as goroutines or file watchers; Close is called once,
+// when no plugin set uses it any more: after a reload that replaced or
+// removed it, at shutdown, or when the load that created it failed) and
+// HealthReporter.
 type Instance interface {
 	// Hooks returns the plugin's hooks in declaration order.
 	Hooks() []hooks.Hook
@@ -54,6 +61,18 @@ type Tool struct {
 	Parameters json.RawMessage
 	// Func runs the tool. It is called concurrently for different calls.
 	Func ToolFunc
+	// Agents, when not nil, are the only agents the tool is for: the host
+	// offers it to them without an agents.<name>.tools entry and to no
+	// other agent, whatever its entries select. A built-in whose settings
+	// name the agents it serves (memory, knowledge) sets it. Func should
+	// still refuse a call from another agent.
+	Agents []hooks.AgentName
+}
+
+// ForAgent reports whether the tool may be offered to agent: Agents is nil
+// or names it.
+func (t Tool) ForAgent(agent hooks.AgentName) bool {
+	return t.Agents == nil || slices.Contains(t.Agents, agent)
 }
 
 // ToolCall is one call of a plugin tool by an agent: the call as the
@@ -103,4 +122,117 @@ func checkTool(t Tool) (Tool, error) {
 		return t, fmt.Errorf("tool %q: parameters schema must have type object, not %v", t.Name, typ)
 	}
 	return t, nil
+}
+
+// CommandProvider is implemented by instances that answer chat commands:
+// the host routes a message "!NAME args…" to the command called NAME (after
+// its own commands, which a plugin cannot replace).
+type CommandProvider interface {
+	// Commands returns the plugin's commands. Names are unique across all
+	// loaded plugins.
+	Commands() []Command
+}
+
+// Command is a chat command a plugin answers.
+type Command struct {
+	// Name is what follows "!" (^[a-z][a-z0-9_-]{0,31}$), e.g. "memory".
+	Name string
+	// Help is one line for the host's !help: the arguments and what the
+	// command does, e.g. "[agent] — what the agents here remember about you".
+	Help string
+	// Run answers one use of the command; the text it returns (Markdown) is
+	// the reply, posted in the thread. An error is reported to the person as
+	// a failure (without details the host does not show). It is called
+	// concurrently and must honour ctx.
+	Run func(ctx context.Context, req CommandRequest) (string, error)
+}
+
+// CommandRequest is one use of a plugin command, as the host saw it.
+type CommandRequest struct {
+	// Room and Thread are where the command was sent (Thread "" at room
+	// level).
+	Room   id.RoomID
+	Thread id.EventID
+	// Sender is the person who sent it (the host has authorized them).
+	Sender id.UserID
+	// Args are the words after the command name.
+	Args []string
+	// Admin says the sender is one of hookroom's admins.
+	Admin bool
+	// Encrypted says the room is end-to-end encrypted.
+	Encrypted bool
+	// Agents are the agents that answer in Room, sorted; empty when the
+	// host does not say.
+	Agents []hooks.AgentName
+}
+
+// PluginCommand is a command together with the plugin that provides it.
+type PluginCommand struct {
+	Plugin string
+	Command
+}
+
+var commandNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// checkCommand validates a command's declaration.
+func checkCommand(c Command) error {
+	if !commandNameRE.MatchString(c.Name) {
+		return fmt.Errorf("command name %q must match %s", c.Name, commandNameRE)
+	}
+	if c.Run == nil {
+		return fmt.Errorf("command %q has no function", c.Name)
+	}
+	return nil
+}
+
+// commandsOf returns the commands of inst, nil when it has none.
+func commandsOf(inst Instance) []Command {
+	if cp, ok := inst.(CommandProvider); ok {
+		return cp.Commands()
+	}
+	return nil
+}
+
+// Commands returns every plugin command, in config order, then declaration
+// order.
+func (s *Set) Commands() []PluginCommand {
+	if s == nil {
+		return nil
+	}
+	var out []PluginCommand
+	for _, p := range s.plugins {
+		if p.inst == nil {
+			continue
+		}
+		for _, c := range commandsOf(p.inst.inst) {
+			out = append(out, PluginCommand{Plugin: p.name, Command: c})
+		}
+	}
+	return out
+}
+
+// Command returns the plugin command called name (without the "!"; case
+// does not matter).
+func (s *Set) Command(name string) (PluginCommand, bool) {
+	name = strings.ToLower(name)
+	for _, c := range s.Commands() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return PluginCommand{}, false
+}
+
+// Call runs the command. A panic in Run is recovered and returned as an
+// error.
+func (c Command) Call(ctx context.Context, req CommandRequest) (out string, err error) {
+	if c.Run == nil {
+		return "", fmt.Errorf("command %q has no function", c.Name)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &hooks.PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return c.Run(ctx, req)
 }

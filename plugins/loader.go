@@ -20,6 +20,8 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+	"go.mau.fi/util/dbutil"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
@@ -82,6 +84,15 @@ type Loader struct {
 	ForceRestart bool
 	// Parallel bounds how many plugins start at once (default 4).
 	Parallel int
+	// DB is hookroom's own database, given to built-in plugins (Env.DB);
+	// nil gives them none (a built-in that needs it then fails to load).
+	// Process plugins never get it.
+	DB *dbutil.Database
+	// RoomEncrypted reports whether a room is end-to-end encrypted, for
+	// built-in plugins (Env.RoomEncrypted): true for a room known to be
+	// encrypted, an error when it cannot tell. nil: built-ins treat every
+	// room as encrypted.
+	RoomEncrypted func(ctx context.Context, room id.RoomID) (bool, error)
 }
 
 // Load builds the plugin set of cfg with a zero Loader. See Loader.Load.
@@ -152,7 +163,7 @@ func (l *Loader) Load(ctx context.Context, cfg *config.Config, prev *Set) (*Set,
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			startErrs[i] = l.start(ctx, p)
+			startErrs[i] = l.start(ctx, p, cfg.Dir)
 		}()
 	}
 	wg.Wait()
@@ -182,6 +193,21 @@ func (l *Loader) Load(ctx context.Context, cfg *config.Config, prev *Set) (*Set,
 			}
 			toolOwner[t.Name] = p
 			s.tools = append(s.tools, PluginTool{Plugin: p.name, Tool: t})
+		}
+	}
+
+	// So must commands.
+	cmdOwner := map[string]*loaded{}
+	for _, p := range s.plugins {
+		if p.inst == nil {
+			continue
+		}
+		for _, c := range commandsOf(p.inst.inst) {
+			if other, dup := cmdOwner[c.Name]; dup {
+				errs = append(errs, cfg.Errorf(p.path(), "command !%s of plugin %q is also provided by plugin %q (plugins[%d])", c.Name, p.name, other.name, other.index))
+				continue
+			}
+			cmdOwner[c.Name] = p
 		}
 	}
 
@@ -438,13 +464,17 @@ func leaves(v any) []string {
 	}
 }
 
-// start creates p's instance and reads its hooks and tools.
-func (l *Loader) start(ctx context.Context, p *loaded) (err error) {
+// start creates p's instance and reads its hooks, tools and commands.
+// configDir is config.yaml's directory.
+func (l *Loader) start(ctx context.Context, p *loaded, configDir string) (err error) {
 	var inst Instance
 	switch p.kind {
 	case KindBuiltin:
 		logger := zerolog.Ctx(ctx).With().Str("plugin", p.name).Logger()
-		env := Env{Name: p.name, Dir: p.dir, Settings: p.settings, StateDir: p.stateDir, Logger: &logger}
+		env := Env{
+			Name: p.name, Dir: p.dir, Settings: p.settings, StateDir: p.stateDir, Logger: &logger,
+			ConfigDir: configDir, DB: l.DB, RoomEncrypted: l.RoomEncrypted,
+		}
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -487,6 +517,17 @@ func (l *Loader) start(ctx context.Context, p *loaded) (err error) {
 			seen[t.Name] = true
 			p.tools = append(p.tools, t)
 		}
+	}
+	seen := map[string]bool{}
+	for _, c := range commandsOf(inst) {
+		err := checkCommand(c)
+		if err == nil && seen[c.Name] {
+			err = fmt.Errorf("command %q declared twice", c.Name)
+		}
+		if err != nil {
+			return err
+		}
+		seen[c.Name] = true
 	}
 	return nil
 }

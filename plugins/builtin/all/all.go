@@ -10,5 +10,7 @@ package all
 import (
 	_ "github.com/hookroom/hookroom/plugins/builtin/auditlog"    // audit_log
 	_ "github.com/hookroom/hookroom/plugins/builtin/contextinfo" // context_info
+	_ "github.com/hookroom/hookroom/plugins/builtin/knowledge"   // knowledge
+	_ "github.com/hookroom/hookroom/plugins/builtin/memory"      // memory
 	_ "github.com/hookroom/hookroom/plugins/builtin/toolguard"   // tool_guard
 )

@@ -15,7 +15,7 @@ func TestEveryBuiltinIsRegistered(t *testing.T) {
 			t.Errorf("built-in %s has no description", b.Name)
 		}
 	}
-	want := []string{"audit_log", "context_info", "tool_guard"}
+	want := []string{"audit_log", "context_info", "knowledge", "memory", "tool_guard"}
 	if len(names) != len(want) {
 		t.Fatalf("built-ins %q, want %q", names, want)
 	}
