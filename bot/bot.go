@@ -24,6 +24,7 @@ import (
 	"github.com/hookroom/hookroom/policy"
 	"github.com/hookroom/hookroom/prefs"
 	"github.com/hookroom/hookroom/schedule"
+	"github.com/hookroom/hookroom/team"
 	"github.com/hookroom/hookroom/trace"
 	"github.com/hookroom/hookroom/tracking"
 	tokens "github.com/hookroom/hookroom/usage" // "usage" is the CLI text in main.go
@@ -89,6 +90,7 @@ type Bot struct {
 	approvals     *approval.Store
 	pairings      *policy.Store // DM pairing codes and pairings
 	prefs         *prefs.Store  // what people set from chat (!model)
+	teams         *team.Store   // the steps of team runs and delegations
 	traces        *trace.Store  // turn traces (the console's inspector)
 	traceW        *traceWriter  // saves them; nil until Run starts it
 	approvalWaits approvalWaiters
@@ -168,8 +170,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	b := &Bot{opts: opts, log: *zerolog.Ctx(ctx), ready: map[id.UserID]bool{}}
 	// The authorization policy's settings are checked with config.yaml's
 	// own, also on every reload and in the console's editor.
-	b.opts.ConfigOptions = append(slices.Clip(opts.ConfigOptions), config.WithValidator(checkPolicy))
-	if errs := checkPolicy(cfg); len(errs) > 0 {
+	b.opts.ConfigOptions = append(slices.Clip(opts.ConfigOptions), config.WithValidator(checkPolicy), config.WithValidator(checkTeams))
+	if errs := append(checkPolicy(cfg), checkTeams(cfg)...); len(errs) > 0 {
 		return nil, errs
 	}
 	// The first world is built here and published once, complete, at the
@@ -219,6 +221,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Bot, error) {
 	b.schedRunner.Grace = b.scheduleGrace
 	b.approvals = approval.New(db.Database)
 	if err := b.approvals.Upgrade(ctx); err != nil {
+		return nil, closeWith(err)
+	}
+	b.teams = team.NewStore(db.Database)
+	if err := b.teams.Upgrade(ctx); err != nil {
 		return nil, closeWith(err)
 	}
 	b.prefs = prefs.New(db.Database)

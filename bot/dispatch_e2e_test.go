@@ -169,7 +169,8 @@ func (b *Bot) useRegistry(reg *hooks.Registry) {
 	defer b.reloadMu.Unlock()
 	old := b.w()
 	next := &world{cfg: old.cfg, agents: old.agents, accounts: old.accounts, rooms: old.rooms, joined: old.joined,
-		fresh: old.fresh, models: old.models, specs: old.specs, plugins: old.plugins, tools: old.tools, mcp: old.mcp, reg: reg}
+		fresh: old.fresh, models: old.models, specs: old.specs, plugins: old.plugins, tools: old.tools, mcp: old.mcp, reg: reg,
+		policy: old.policy, limits: old.limits}
 	next.mcpTools.version = old.mcpTools.version
 	next.mcpTools.cache.Store(old.mcpTools.cache.Load())
 	b.state.Store(next)

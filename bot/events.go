@@ -75,7 +75,7 @@ func (b *Bot) authorized(w *world, user id.UserID, room id.RoomID) bool {
 		return false
 	}
 	person, _ := w.policy.Canonical(user)
-	if w.policy.IsGlobal(person) || b.roomRules(w, user, room) || (person != user && b.roomRules(w, person, room)) {
+	if w.isGlobal(user) || b.roomRules(w, user, room) || (person != user && b.roomRules(w, person, room)) {
 		return true
 	}
 	// In a direct message with an agent, its DM policy decides once the
@@ -110,7 +110,7 @@ func (b *Bot) roomRules(w *world, user id.UserID, room id.RoomID) bool {
 // invite_users.
 func (w *world) mayInvite(user id.UserID) bool {
 	person, _ := w.policy.Canonical(user)
-	return w.policy.IsGlobal(person) || w.cfg.Authorization.MayInvite(user) || w.cfg.Authorization.MayInvite(person)
+	return w.isGlobal(user) || w.cfg.Authorization.MayInvite(user) || w.cfg.Authorization.MayInvite(person)
 }
 
 // isGlobal reports whether user is one of hookroom's administrators

@@ -256,6 +256,7 @@ func (b *Bot) toolsFor(w *world, agent hooks.AgentName) *agents.Toolset {
 			}
 		}
 	}
+	tools = b.withDelegation(w, agent, tools)
 	if len(tools) == 0 {
 		return nil
 	}

@@ -101,6 +101,9 @@ func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.
 			s.Source = hooks.ModelFromRoom
 		}
 	}
+	if ts, ok := b.adHocTeam(w, env); ok {
+		s.Team = ts
+	}
 	s.Trace = b.newTraceRecorder(ctx, w, ev, env, agent, replayed)
 	return turn.New(ctx, b.deps, s)
 }

@@ -72,12 +72,13 @@ func (c *stages) end(outcome string) {
 }
 
 // responseOutcome is the outcome label of a turn that delivered a reply:
-// the model's ("responded") or a message:claim hook's ("claimed").
+// a message:claim hook's ("claimed"), or the model's or a team's
+// ("responded").
 func responseOutcome(k hooks.ResponseKind) string {
-	if k == hooks.ResponseAI {
-		return "responded"
+	if k == hooks.ResponseSystem {
+		return "claimed"
 	}
-	return "claimed"
+	return "responded"
 }
 
 // countedModel counts an agent's model requests, their failures and the

@@ -20,6 +20,7 @@ import (
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/metrics"
+	"github.com/hookroom/hookroom/team"
 	"github.com/hookroom/hookroom/trace"
 	"github.com/hookroom/hookroom/tracking"
 	"github.com/hookroom/hookroom/usage"
@@ -133,6 +134,10 @@ type Spec struct {
 	ApprovalTimeout time.Duration
 	Approvals       Approvals
 
+	// Team, when set, makes this a team's turn: its members answer and its
+	// leader writes the reply (team.go), instead of one model run.
+	Team *TeamSpec
+
 	// Trace records the turn for the console; nil when traces are off.
 	// Mask hides secrets in what the trace keeps of tool calls.
 	Trace *trace.Recorder
@@ -197,6 +202,7 @@ type Turn struct {
 
 	used       agents.Usage // what the model calls used (spent)
 	modelCalls int
+	teamUsage  []team.AgentUsage // a team turn's usage per agent (runTeam)
 
 	stages        *stages         // stage latencies and the outcome, for the metrics
 	trace         *trace.Recorder // the turn's trace for the console (nil: not recorded)
@@ -424,11 +430,19 @@ func (t *turn) Run(parent context.Context) {
 	deliveryDone := make(chan struct{})
 	go func() { defer close(deliveryDone); t.stream(deliverCtx) }()
 
-	res, runErr := agents.Run(ctx, agents.RunRequest{
-		Model: t.model, ModelName: t.modelOpt.Name, ProviderModel: t.modelOpt.ProviderModel, Messages: msgs, Tools: t.spec.Tools,
-		Hooks:  t.reg,
-		OnText: t.onText, OnToolCall: t.onToolCall, NeedsApproval: t.needsApproval, Approve: t.approve,
-	})
+	var (
+		res    *agents.RunResult
+		runErr error
+	)
+	if t.spec.Team != nil {
+		res, runErr = t.runTeam(ctx, turnText)
+	} else {
+		res, runErr = agents.Run(ctx, agents.RunRequest{
+			Model: t.model, ModelName: t.modelOpt.Name, ProviderModel: t.modelOpt.ProviderModel, Messages: msgs, Tools: t.spec.Tools,
+			Hooks:  t.reg,
+			OnText: t.onText, OnToolCall: t.onToolCall, NeedsApproval: t.needsApproval, Approve: t.approve,
+		})
+	}
 	t.spent(res)
 	stopDelivery()
 	<-deliveryDone
@@ -818,7 +832,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 	text := res.Text
 	if !visible {
 		c := &hooks.BeforeResponseContext{Draft: hooks.ResponseDraft{
-			Text: text, Kind: hooks.ResponseAI, ToolTrace: res.ToolTrace, Envelope: t.env,
+			Text: text, Kind: t.responseKind(), ToolTrace: res.ToolTrace, Envelope: t.env,
 		}}
 		Emit(ctx, t.reg, hooks.MessageBeforeResponse, c)
 		if c.Draft.Suppress {
@@ -833,7 +847,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		}
 		text = c.Draft.Text
 	} else {
-		c := &hooks.FinalResponseContext{Draft: hooks.FinalDraft{Text: text, Kind: hooks.ResponseAI, Envelope: t.env}}
+		c := &hooks.FinalResponseContext{Draft: hooks.FinalDraft{Text: text, Kind: t.responseKind(), Envelope: t.env}}
 		Emit(ctx, t.reg, hooks.MessageFinalResponseTransform, c)
 		text = c.Draft.Text
 	}
@@ -882,7 +896,7 @@ func (t *turn) deliver(ctx context.Context, et enrich.Turn, res *agents.RunResul
 		}
 	}
 	t.log.Info().Str("delivery", string(kind)).Int("tool_calls", len(res.ToolTrace)).Msg("answered")
-	t.endAnswered(text, evID, kind, hooks.ResponseAI, stored)
+	t.endAnswered(text, evID, kind, t.responseKind(), stored)
 }
 
 // markHandled marks the message handled (a turn that stores nothing),
@@ -993,7 +1007,7 @@ func (t *turn) cancelled(ctx context.Context, reason hooks.CancelReason, detail 
 	reply := t.reply
 	t.mu.Unlock()
 	c := &hooks.CancelledContext{Info: hooks.CancelledInfo{
-		Envelope: t.env, VisibleEventID: reply, Kind: hooks.ResponseAI, Reason: reason, Detail: detail,
+		Envelope: t.env, VisibleEventID: reply, Kind: t.responseKind(), Reason: reason, Detail: detail,
 		Usage: t.tokenUsage(),
 	}}
 	Emit(ctx, t.reg, hooks.MessageCancelled, c)
@@ -1016,21 +1030,28 @@ func (t *turn) afterResponse(ctx context.Context, text string, evID id.EventID, 
 // prompt and the block's stable items (et.SystemStable). Providers with
 // prompt caching cache up to there.
 func (t *turn) systemPrompt(et enrich.Turn) (string, int) {
-	p := t.spec.Persona
+	s := t.spec.Persona.System(t.agent)
+	stable := len(s)
+	if et.System != "" {
+		s += "\n\n" + et.System
+		if et.SystemStable > 0 {
+			stable += len("\n\n") + et.SystemStable
+		}
+	}
+	return s, stable
+}
+
+// System is the system prompt of agent with persona p, before any
+// system-enrichment block: who it is, its role and its instructions. A
+// team member or a delegated run gets the same.
+func (p Persona) System(agent hooks.AgentName) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "You are %s, an assistant in a Matrix chat room.", cmp.Or(p.DisplayName, string(t.agent)))
+	fmt.Fprintf(&s, "You are %s, an assistant in a Matrix chat room.", cmp.Or(p.DisplayName, string(agent)))
 	if p.Role != "" {
 		s.WriteString(" Your role: " + strings.TrimSpace(p.Role))
 	}
 	if p.Instructions != "" {
 		s.WriteString("\n\n" + strings.TrimSpace(p.Instructions))
 	}
-	stable := s.Len()
-	if et.System != "" {
-		s.WriteString("\n\n" + et.System)
-		if et.SystemStable > 0 {
-			stable += len("\n\n") + et.SystemStable
-		}
-	}
-	return s.String(), stable
+	return s.String()
 }

@@ -45,14 +45,34 @@ func (t *turn) handled(ctx context.Context) error {
 	if u.ModelCalls == 0 {
 		return t.deps.Ledger.MarkHandled(ctx, t.ev.ID)
 	}
-	rec := usage.Turn{
+	recs := []usage.Turn{{
 		SourceEventID: t.ev.ID, Agent: t.agent, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID,
 		Requester: t.env.RequesterID, Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CachedTokens: u.CachedTokens, TotalTokens: u.TotalTokens, ModelCalls: u.ModelCalls,
+	}}
+	t.mu.Lock()
+	if len(t.teamUsage) > 0 {
+		// A team's tokens count against each member (and the leader) that
+		// used them, and the person.
+		recs = recs[:0]
+		for _, a := range t.teamUsage {
+			total := a.Usage.TotalTokens
+			if total == 0 {
+				total = a.Usage.PromptTokens + a.Usage.CompletionTokens
+			}
+			recs = append(recs, usage.Turn{
+				SourceEventID: t.ev.ID, Agent: a.Agent, RoomID: t.env.RoomID, ThreadID: t.env.ResolvedThreadID,
+				Requester: t.env.RequesterID, Model: a.Model, InputTokens: a.Usage.PromptTokens, OutputTokens: a.Usage.CompletionTokens,
+				CachedTokens: a.Usage.CachedTokens, TotalTokens: total, ModelCalls: a.ModelCalls,
+			})
+		}
 	}
+	t.mu.Unlock()
 	return t.deps.DB.DoTxn(ctx, nil, func(ctx context.Context) error {
-		if err := t.deps.Usage.Record(ctx, rec); err != nil {
-			return err
+		for _, rec := range recs {
+			if err := t.deps.Usage.Record(ctx, rec); err != nil {
+				return err
+			}
 		}
 		return t.deps.Ledger.MarkHandled(ctx, t.ev.ID)
 	})

@@ -1,0 +1,84 @@
+package bot
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/internal/testkit"
+)
+
+// Agents that work together, on a real homeserver. A message that
+// mentions two agents is answered by both as an ad-hoc team: the members
+// run in parallel (both model requests are in flight at once: each member's
+// reply is held until the other's request arrived), and the leader's
+// synthesis request holds both answers; the reply quotes them. Then an
+// agent asks another through delegate_to and gets its answer as the tool
+// result of its next request; a delegation the rules do not allow is
+// refused in the tool result.
+func TestAdHocTeamAndDelegation(t *testing.T) {
+	e := newTurnEnvOn(t, "delegation:\n  rules:\n    - {from: [alpha], to: [beta]}\n", []string{"alpha", "beta", "gamma"}, "")
+	mention := func(name string) string { return "@" + e.localpart(name) }
+
+	release := make(chan struct{})
+	e.llm.On(llmtest.LastUserContains("Write the team's reply now."), llmtest.Text("Together: cats and dogs are both fine."))
+	e.llm.On(llmtest.SystemContains("You are alpha,"), llmtest.Text("Alpha prefers cats.").WithHold(release))
+	e.llm.On(llmtest.SystemContains("You are beta,"), llmtest.Text("Beta prefers dogs.").WithHold(release))
+	e.say(fmt.Sprintf("%s %s cats or dogs?", mention("alpha"), mention("beta")), "")
+	testkit.Eventually(t, 30*time.Second, "both members' requests are in flight", func() bool {
+		var alpha, beta bool
+		for _, r := range e.llm.Requests() {
+			alpha = alpha || strings.Contains(r.System(), "You are alpha,")
+			beta = beta || strings.Contains(r.System(), "You are beta,")
+		}
+		return alpha && beta
+	})
+	close(release)
+	got := e.waitTerminal(1)
+	reply := strings.TrimPrefix(got[0], "after:")
+	for _, want := range []string{"> **alpha**", "Alpha prefers cats.", "> **beta**", "Beta prefers dogs.", "Together: cats and dogs are both fine."} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("team reply lacks %q:\n%s", want, reply)
+		}
+	}
+	var synth string
+	for _, r := range e.llm.Requests() {
+		if strings.Contains(r.LastUser(), "Write the team's reply now.") {
+			synth = r.LastUser()
+		}
+	}
+	if !strings.Contains(synth, "Alpha prefers cats.") || !strings.Contains(synth, "Beta prefers dogs.") {
+		t.Errorf("the synthesis request lacks a member's answer:\n%s", synth)
+	}
+	if k := e.results[0].Kind; k != "team" {
+		t.Errorf("response kind %q, want team", k)
+	}
+
+	// Delegation: alpha asks beta (allowed) and gamma (not allowed).
+	e.llm.On(llmtest.SystemContains("You are beta,"), llmtest.Text("Beta: birds sing at dawn."))
+	e.llm.On(llmtest.SystemContains("You are alpha,"),
+		llmtest.Calls(llmtest.ToolCall("c1", "delegate_to", `{"agent":"beta","question":"When do birds sing?"}`),
+			llmtest.ToolCall("c2", "delegate_to", `{"agent":"gamma","question":"And bats?"}`)),
+		llmtest.Text("Beta says birds sing at dawn."))
+	before := len(e.llm.Requests())
+	e.say(mention("alpha")+" when do birds sing? ask beta", "")
+	got = e.waitTerminal(2)
+	if got[1] != "after:Beta says birds sing at dawn." {
+		t.Fatalf("turns ended %v", got)
+	}
+	var last llmtest.Request
+	for _, r := range e.llm.Requests()[before:] {
+		if strings.Contains(r.System(), "You are alpha,") {
+			last = r
+		}
+	}
+	tools := strings.Join(messageContents(last.Body.Messages), "\n")
+	if !strings.Contains(tools, "Beta: birds sing at dawn.") {
+		t.Errorf("alpha's next request lacks beta's answer as the tool result:\n%s", tools)
+	}
+	if !strings.Contains(tools, "delegation to gamma is not allowed for alpha") {
+		t.Errorf("alpha's next request lacks the refusal of the delegation to gamma:\n%s", tools)
+	}
+}

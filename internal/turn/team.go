@@ -1,0 +1,140 @@
+package turn
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/hookroom/hookroom/agents"
+	"github.com/hookroom/hookroom/enrich"
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/team"
+)
+
+// A team turn (Spec.Team) answers with several agents (package team): the
+// members run as sub-agents — each with its own model, tools and
+// instructions, the turn's system-enrichment block added to its system
+// prompt — and the leader writes the reply, which streams into the turn's
+// placeholder like a single model's text. The steps are recorded under the
+// message (team.Store), so a replay after a crash reuses the member
+// answers that completed. 🛑 cancels the turn's context, which every
+// member's run derives from: no model call starts after it, and the turn
+// ends once, as any turn does.
+
+// TeamSpec makes a turn a team's.
+type TeamSpec struct {
+	Definition team.Definition
+	// Members are the team's agents as the runner needs them (model,
+	// persona as the system prompt, tools); Leader the team's own leader
+	// model when no member leads (nil otherwise).
+	Members map[hooks.AgentName]team.Member
+	Leader  *team.Member
+	// Display names the agents for the room; Roles describes them to a
+	// coordinating leader.
+	Display map[hooks.AgentName]string
+	Roles   map[hooks.AgentName]string
+	// Store records the team run's steps (nil: not durable).
+	Store *team.Store
+	// Observer is told of every member run (subagent events); nil: none.
+	Observer team.Observer
+}
+
+// runTeam runs the turn's team on the enriched message and returns what
+// deliver needs: the reply's text, what every step used, and the stored
+// messages (the reply).
+func (t *turn) runTeam(ctx context.Context, et enrich.Turn) (*agents.RunResult, error) {
+	ts := t.spec.Team
+	members := make(map[hooks.AgentName]team.Member, len(ts.Members))
+	for name, m := range ts.Members {
+		if et.System != "" {
+			m.System = strings.TrimSpace(m.System + "\n\n" + et.System)
+		}
+		members[name] = m
+	}
+	var traceMu sync.Mutex
+	runner := &team.AgentRunner{
+		Agent: func(name hooks.AgentName) (team.Member, bool) {
+			m, ok := members[name]
+			return m, ok
+		},
+		Leader: func(hooks.AgentName) (team.Member, bool) {
+			if ts.Leader == nil {
+				return team.Member{}, false
+			}
+			return *ts.Leader, true
+		},
+		Hooks: t.reg,
+		Run: func(_ hooks.AgentName, req *agents.RunRequest) {
+			req.OnToolCall = func(e hooks.ToolTraceEntry) {
+				traceMu.Lock()
+				defer traceMu.Unlock()
+				t.onToolCall(e)
+			}
+		},
+		OnLeadText: func(_ hooks.AgentName, step team.Step, delta string) {
+			if step == team.StepSynthesis {
+				t.onText(delta)
+			}
+		},
+	}
+	plan := team.Plan{
+		Team: ts.Definition, SourceEventID: t.ev.ID, Question: et.Prompt, Roles: ts.Roles,
+		Store: ts.Store, Observer: ts.Observer,
+	}
+	if ts.Definition.WithDefaults().Show == team.ShowSeparate {
+		plan.OnContribution = t.postContribution
+	}
+	res, err := team.Run(ctx, plan, runner)
+	out := &agents.RunResult{}
+	t.mu.Lock()
+	t.teamUsage = res.UsageByAgent()
+	t.mu.Unlock()
+	for _, u := range t.teamUsage {
+		out.ModelCalls += u.ModelCalls
+		out.Usage.PromptTokens += u.Usage.PromptTokens
+		out.Usage.CompletionTokens += u.Usage.CompletionTokens
+		out.Usage.CachedTokens += u.Usage.CachedTokens
+		out.Usage.TotalTokens += u.Usage.TotalTokens
+	}
+	if err != nil {
+		return out, err
+	}
+	out.Text = res.Synthesis
+	if ts.Definition.WithDefaults().Show != team.ShowSeparate {
+		out.Text = team.RenderFolded(res, ts.Display)
+	}
+	out.Messages = []agents.Message{{Role: agents.RoleAssistant, Content: out.Text}}
+	t.log.Info().Str("team", string(res.Team)).Int("members", len(res.Contributions)).Int("reused_steps", res.Reused).Msg("team answered")
+	return out, nil
+}
+
+// postContribution posts one member's contribution as its own message in
+// the thread (team show: separate), once: a replay finds the message the
+// killed run posted and leaves it.
+func (t *turn) postContribution(ctx context.Context, c team.Contribution) {
+	ts := t.spec.Team
+	part := -2
+	for i, m := range ts.Definition.Members {
+		if m == c.Member {
+			part = -2 - i
+		}
+	}
+	if t.earlierPart(part) != "" {
+		return
+	}
+	opts := t.sendOptions("member-" + string(c.Member))
+	opts.Notice = true
+	opts.TxnKey = matrixio.TxnKey(t.ev.ID, "member-"+string(c.Member))
+	if _, err := t.sendNew(ctx, part, team.RenderContribution(c, ts.Display), opts); err != nil && ctx.Err() == nil {
+		t.log.Warn().Err(err).Str("member", string(c.Member)).Msg("failed to post a team member's answer")
+	}
+}
+
+// responseKind is the kind of the turn's reply: the model's, or a team's.
+func (t *turn) responseKind() hooks.ResponseKind {
+	if t.spec.Team != nil {
+		return team.ResponseKind
+	}
+	return hooks.ResponseAI
+}
