@@ -247,7 +247,9 @@ func TestEncryptedRoomsSearchByFullText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "indexed", func() bool { return strings.Contains(l.enrich(assistant, secret, "when does the vault open?"), "a.md:1-1") })
+	eventually(t, "indexed", func() bool {
+		return strings.Contains(l.enrich(assistant, secret, "when does the vault open?"), "a.md:1-1")
+	})
 	embedded := func(text string) bool {
 		for _, r := range srv.EmbeddingRequests() {
 			if slices.Contains(r.Input, text) {
