@@ -104,8 +104,9 @@ func (b *Bot) delegator(w *world, d team.Delegation) *team.Delegator {
 			Agent: func(name hooks.AgentName) (team.Member, bool) { return b.member(w, name) },
 			Hooks: w.reg,
 		},
-		Known: func(name hooks.AgentName) bool { _, ok := w.cfg.Agents[string(name)]; return ok },
-		Store: b.teams,
+		Known:    func(name hooks.AgentName) bool { _, ok := w.cfg.Agents[string(name)]; return ok },
+		Store:    b.teams,
+		Observer: turn.SubagentObserver(w.reg),
 	}
 }
 

@@ -1,12 +1,16 @@
 package bot
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/testkit"
 )
 
@@ -19,7 +23,20 @@ import (
 // result of its next request; a delegation the rules do not allow is
 // refused in the tool result.
 func TestAdHocTeamAndDelegation(t *testing.T) {
-	e := newTurnEnvOn(t, "delegation:\n  rules:\n    - {from: [alpha], to: [beta]}\n", []string{"alpha", "beta", "gamma"}, "")
+	var (
+		subMu sync.Mutex
+		subs  []string
+	)
+	sub := func(kind string) func(context.Context, *hooks.SubagentContext) error {
+		return func(_ context.Context, c *hooks.SubagentContext) error {
+			subMu.Lock()
+			defer subMu.Unlock()
+			subs = append(subs, fmt.Sprintf("%s:%s:%s:%s", kind, c.AgentID, c.Reason, c.Outcome))
+			return nil
+		}
+	}
+	e := newTurnEnvOn(t, "delegation:\n  rules:\n    - {from: [alpha], to: [beta]}\n", []string{"alpha", "beta", "gamma"}, "",
+		hooks.Handle(hooks.SubagentSpawned, "spawned", sub("spawned")), hooks.Handle(hooks.SubagentEnded, "ended", sub("ended")))
 	mention := func(name string) string { return "@" + e.localpart(name) }
 
 	release := make(chan struct{})
@@ -52,9 +69,19 @@ func TestAdHocTeamAndDelegation(t *testing.T) {
 	if !strings.Contains(synth, "Alpha prefers cats.") || !strings.Contains(synth, "Beta prefers dogs.") {
 		t.Errorf("the synthesis request lacks a member's answer:\n%s", synth)
 	}
-	if k := e.results[0].Kind; k != "team" {
+	if k := e.results[0].Kind; k != hooks.ResponseTeam {
 		t.Errorf("response kind %q, want team", k)
 	}
+	if tm := e.results[0].Envelope.Team; tm == nil || !tm.AdHoc || len(tm.Members) != 2 || tm.Leader != "alpha" {
+		t.Errorf("the reply's envelope names team %+v, want the ad-hoc team of alpha and beta led by alpha", tm)
+	}
+	subMu.Lock()
+	slices.Sort(subs)
+	if want := []string{"ended:alpha:team_member:ok", "ended:beta:team_member:ok", "spawned:alpha:team_member:", "spawned:beta:team_member:"}; !slices.Equal(subs, want) {
+		t.Errorf("subagent events %v, want %v", subs, want)
+	}
+	subs = nil
+	subMu.Unlock()
 
 	// Delegation: alpha asks beta (allowed) and gamma (not allowed).
 	e.llm.On(llmtest.SystemContains("You are beta,"), llmtest.Text("Beta: birds sing at dawn."))
@@ -80,5 +107,11 @@ func TestAdHocTeamAndDelegation(t *testing.T) {
 	}
 	if !strings.Contains(tools, "delegation to gamma is not allowed for alpha") {
 		t.Errorf("alpha's next request lacks the refusal of the delegation to gamma:\n%s", tools)
+	}
+	subMu.Lock()
+	defer subMu.Unlock()
+	slices.Sort(subs)
+	if want := []string{"ended:beta:delegation:ok", "spawned:beta:delegation:"}; !slices.Equal(subs, want) {
+		t.Errorf("subagent events of the delegation %v, want %v (none for the refused one)", subs, want)
 	}
 }

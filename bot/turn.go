@@ -102,6 +102,7 @@ func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.
 		}
 	}
 	if ts, ok := b.adHocTeam(w, env); ok {
+		ts.Observer = turn.SubagentObserver(reg)
 		s.Team = ts
 	}
 	s.Trace = b.newTraceRecorder(ctx, w, ev, env, agent, replayed)

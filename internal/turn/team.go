@@ -138,3 +138,54 @@ func (t *turn) responseKind() hooks.ResponseKind {
 	}
 	return hooks.ResponseAI
 }
+
+// SubagentObserver emits subagent:spawned and subagent:ended on reg for
+// the member and delegated runs of package team.
+func SubagentObserver(reg *hooks.Registry) team.Observer { return subagents{reg: reg} }
+
+type subagents struct{ reg *hooks.Registry }
+
+func (s subagents) Spawned(ctx context.Context, info team.SubagentInfo) {
+	if s.reg.Has(hooks.SubagentSpawned.Name()) {
+		Emit(ctx, s.reg, hooks.SubagentSpawned, subagentContext(ctx, info))
+	}
+}
+
+func (s subagents) Ended(ctx context.Context, info team.SubagentInfo) {
+	if s.reg.Has(hooks.SubagentEnded.Name()) {
+		Emit(ctx, s.reg, hooks.SubagentEnded, subagentContext(ctx, info))
+	}
+}
+
+// subagentContext is info as the hooks see it.
+func subagentContext(ctx context.Context, info team.SubagentInfo) *hooks.SubagentContext {
+	c := &hooks.SubagentContext{
+		Where: hooks.WhereFrom(ctx), RunID: info.RunID, AgentID: info.AgentID, Parent: info.Parent, Team: info.Team,
+		Reason: hooks.SubagentReason(info.Reason), Task: info.Task, SpawnDepth: info.SpawnDepth,
+		SourceEventID: info.SourceEventID, StartedAt: info.StartedAt, Outcome: hooks.SubagentOutcome(info.Outcome),
+		Error: info.Error, Usage: info.Usage, EndedAt: info.EndedAt,
+	}
+	if !info.EndedAt.IsZero() {
+		c.Duration = info.EndedAt.Sub(info.StartedAt)
+	}
+	return c
+}
+
+// teamInfo is the team of a team turn as hooks see it (the envelope's
+// Team).
+func (ts *TeamSpec) teamInfo() *hooks.TeamInfo {
+	def := ts.Definition.WithDefaults()
+	info := &hooks.TeamInfo{
+		Name: def.Name, Mode: hooks.TeamMode(def.Mode), Leader: def.Leader, Members: def.Members,
+		TargetMembers: def.Members, AdHoc: strings.HasPrefix(string(def.Name), "adhoc:"),
+	}
+	return info
+}
+
+// targetMembers are the members a team turn asks; nil for one agent's.
+func (t *turn) targetMembers() []hooks.AgentName {
+	if t.spec.Team == nil {
+		return nil
+	}
+	return t.spec.Team.Definition.Members
+}

@@ -221,6 +221,9 @@ type turn = Turn
 // arrival time (WithArrival).
 func New(ctx context.Context, deps *Deps, spec Spec) *Turn {
 	spec.Envelope.AgentName = spec.Agent
+	if spec.Team != nil {
+		spec.Envelope.Team = spec.Team.teamInfo()
+	}
 	t := &turn{
 		deps: deps, spec: spec, ev: spec.Event, env: spec.Envelope, agent: spec.Agent, acct: spec.Account,
 		reg: spec.Registry, scope: agents.NewScopeKey(spec.Envelope.RoomID, spec.Envelope.ResolvedThreadID),
@@ -520,14 +523,14 @@ func (t *turn) claim(ctx context.Context) bool {
 func (t *turn) enrich(ctx context.Context, userText string) (enrich.Turn, error) {
 	var msgItems, sysItems []hooks.EnrichmentItem
 	if t.reg.Has(hooks.MessageEnrich.Name()) {
-		c := &hooks.MessageEnrichContext{Envelope: t.env, TargetAgent: t.agent}
+		c := &hooks.MessageEnrichContext{Envelope: t.env, TargetAgent: t.agent, TargetMembers: t.targetMembers()}
 		if err := hooks.Emit(ctx, t.reg, hooks.MessageEnrich, c); err != nil {
 			return enrich.Turn{}, fmt.Errorf("failed to enrich the message: %w", err)
 		}
 		msgItems = c.Items
 	}
 	if t.reg.Has(hooks.SystemEnrich.Name()) {
-		c := &hooks.SystemEnrichContext{Envelope: t.env, TargetAgent: t.agent}
+		c := &hooks.SystemEnrichContext{Envelope: t.env, TargetAgent: t.agent, TargetMembers: t.targetMembers()}
 		if err := hooks.Emit(ctx, t.reg, hooks.SystemEnrich, c); err != nil {
 			return enrich.Turn{}, fmt.Errorf("failed to enrich the system prompt: %w", err)
 		}
