@@ -340,6 +340,12 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	defer b.stopHTTP()
+	// A standby (database.standby) waits here until it holds the database
+	// (standby.go); the run ends when the lock is lost.
+	ctx, err := b.takeOver(ctx)
+	if err != nil {
+		return err
+	}
 	// The accounts and rooms go into a copy of the world New published,
 	// published once they are complete (the HTTP listener reads the world
 	// meanwhile).
@@ -409,6 +415,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	_ = b.w().mcp.Close()
 	b.log.Info().Msg("hookroom stopped")
+	if err := lockLost(ctx); err != nil {
+		return err
+	}
 	return b.syncs.err()
 }
 

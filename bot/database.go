@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -32,6 +31,10 @@ type Database struct {
 	*dbutil.Database
 	unlock func()
 	once   sync.Once
+	// lock is the PostgreSQL lock (nil for SQLite and inspection); a
+	// standby opens the database before it holds it (standby.go).
+	lock    *pgLock
+	standby standbyState
 }
 
 // Close releases the lock and closes the database. It may be called more than once.
@@ -54,7 +57,9 @@ const lockKey int64 = 0x686f6f6b726f6f6d
 // OpenDatabase opens the database config.yaml names: SQLite in WAL mode with
 // a busy timeout (the default), or PostgreSQL. It takes a lock held until Close — for
 // SQLite an exclusive flock on "<file>.lock", for PostgreSQL pg_try_advisory_lock on a
-// connection of its own — and fails with ErrDatabaseInUse when another process holds it.
+// connection of its own — and fails with ErrDatabaseInUse when another process holds it,
+// unless database.standby is set: then it returns the database before it holds the lock,
+// as a standby that Bot.Run makes wait for it (standby.go).
 func OpenDatabase(ctx context.Context, cfg *config.Config) (*Database, error) {
 	return openDatabase(ctx, cfg, true)
 }
@@ -73,12 +78,25 @@ func openDatabase(ctx context.Context, cfg *config.Config, exclusive bool) (*Dat
 		if !exclusive {
 			return &Database{Database: db}, nil
 		}
-		unlock, err := lockPostgres(ctx, db.RawDB)
-		if err != nil {
+		lock := &pgLock{db: db.RawDB}
+		d := &Database{Database: db, lock: lock, unlock: lock.release}
+		if cfg.Database.Standby {
+			held, err := lock.try(ctx)
+			if err != nil {
+				_ = db.Close()
+				return nil, fmt.Errorf("failed to open postgres database %s: %w", redactURI(uri), err)
+			}
+			if !held { // another hookroom is active: wait as its standby
+				d.standby.opened = true
+				d.gateUpgrades(ctx)
+			}
+			return d, nil
+		}
+		if err := lockPostgres(ctx, lock); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("failed to open postgres database %s: %w", redactURI(uri), err)
 		}
-		return &Database{Database: db, unlock: unlock}, nil
+		return d, nil
 	default:
 		path := strings.TrimPrefix(cfg.Database.URI.Reveal(), "file:")
 		if i := strings.IndexByte(path, '?'); i >= 0 {
@@ -138,26 +156,22 @@ func lockFile(path string) (unlock func(), err error) {
 // notices the closed connection), and a restart right after a crash must not fail on it.
 var postgresLockWait = 10 * time.Second
 
-// lockPostgres takes hookroom's advisory lock on a connection it keeps until unlock. The
-// server drops it when that connection ends, so a crash leaves no stale lock.
-func lockPostgres(ctx context.Context, db *sql.DB) (unlock func(), err error) {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("failed to connect: %w", err)
-	}
+// lockPostgres takes hookroom's advisory lock with lock, waiting up to
+// postgresLockWait for a session that holds it to end. The server drops the
+// lock when lock's connection ends, so a crash leaves no stale lock.
+func lockPostgres(ctx context.Context, lock *pgLock) error {
 	deadline := time.Now().Add(postgresLockWait)
 	for waited := false; ; waited = true {
-		var ok bool
-		if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", lockKey).Scan(&ok); err != nil {
-			_ = conn.Close()
-			return nil, fmt.Errorf("failed to take the single-process lock: %w", err)
+		ok, err := lock.try(ctx)
+		if err != nil {
+			return err
 		}
 		if ok {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			_ = conn.Close()
-			return nil, ErrDatabaseInUse
+			lock.release()
+			return ErrDatabaseInUse
 		}
 		if !waited {
 			zerolog.Ctx(ctx).Info().Dur("up_to", postgresLockWait).
@@ -165,17 +179,11 @@ func lockPostgres(ctx context.Context, db *sql.DB) (unlock func(), err error) {
 		}
 		select {
 		case <-ctx.Done():
-			_ = conn.Close()
-			return nil, fmt.Errorf("failed to take the single-process lock: %w", ctx.Err())
+			lock.release()
+			return fmt.Errorf("failed to take the single-process lock: %w", ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return func() {
-		// Unlocking by closing the session would need the pool to drop the connection;
-		// unlock explicitly, then hand it back (Close of the database ends it).
-		_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", lockKey)
-		_ = conn.Close()
-	}, nil
 }
 
 var dsnPassword = regexp.MustCompile(`(?i)password\s*=\s*('(\\.|[^'])*'|\S+)`)

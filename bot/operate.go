@@ -129,6 +129,9 @@ func (a adminBackend) Ready(ctx context.Context) []string {
 	if err := b.db.RawDB.PingContext(ctx); err != nil {
 		reasons = append(reasons, "database: "+errorText(err))
 	}
+	if b.db.Standby() {
+		return append(reasons, "standby: another hookroom holds the database; this one takes over when it stops")
+	}
 	if b.w().reg == nil {
 		reasons = append(reasons, "plugins: not loaded yet")
 	}
