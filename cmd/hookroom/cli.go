@@ -34,6 +34,9 @@ Usage:
   hookroom plugin install|update|remove|list [--config FILE] ...
                                   install and manage plugins in plugin_install.dir
                                   (hookroom plugin help lists the commands)
+  hookroom appservice registration --config FILE [--out FILE] [--env FILE]
+                                  print the application service registration that
+                                  lets hookroom create its accounts without passwords
   hookroom version                print the version
 
 Docs: README.md, docs/operations.md, docs/hooks.md, config.example.yaml
@@ -67,6 +70,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			lookupEnv: os.LookupEnv, stdout: stdout, stderr: stderr})
 	case "plugin":
 		return runPlugin(ctx, rest, stdout, stderr)
+	case "appservice":
+		return runAppService(ctx, rest, stdout, stderr)
 	case "run", "check", "hooks", "tools":
 		return runServer(ctx, cmd, rest, stdout, stderr)
 	}
