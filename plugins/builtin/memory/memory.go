@@ -286,7 +286,7 @@ func (p *Plugin) backfill(ctx context.Context) {
 		n, err := p.store.Backfill(ctx, 64)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			log.Warn().Err(err).Msg("Failed to embed stored memories; recall ranks them by full text until the embeddings endpoint answers")
+			log.Warn().Err(err).Msg("memory: failed to embed stored memories; recall ranks them by full text until the embeddings endpoint answers")
 			t.Reset(backfillEvery)
 		case n > 0:
 			t.Reset(0)
