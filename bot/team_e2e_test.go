@@ -12,6 +12,7 @@ import (
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/testkit"
+	"github.com/hookroom/hookroom/internal/turn"
 )
 
 // Agents that work together, on a real homeserver. A message that
@@ -113,5 +114,37 @@ func TestAdHocTeamAndDelegation(t *testing.T) {
 	slices.Sort(subs)
 	if want := []string{"ended:beta:delegation:ok", "spawned:beta:delegation:"}; !slices.Equal(subs, want) {
 		t.Errorf("subagent events of the delegation %v, want %v (none for the refused one)", subs, want)
+	}
+}
+
+// 🛑 on a team's reply stops every member: the turn ends once, cancelled by
+// the person, and no model request starts after (the synthesis is never
+// asked for).
+func TestTeamStop(t *testing.T) {
+	e := newTurnEnv(t, []string{"alpha", "beta"}, "")
+	hold := make(chan struct{})
+	defer close(hold)
+	e.llm.On(llmtest.LastUserContains("Write the team's reply now."), llmtest.Text("never asked"))
+	e.llm.On(llmtest.SystemContains("You are alpha,"), llmtest.Text("Alpha never finishes.").WithHold(hold))
+	e.llm.On(llmtest.SystemContains("You are beta,"), llmtest.Text("Beta never finishes.").WithHold(hold))
+	q := e.say(fmt.Sprintf("@%s @%s think hard", e.localpart("alpha"), e.localpart("beta")), "")
+	testkit.Eventually(t, 30*time.Second, "both members' requests are in flight", func() bool { return e.llm.Count() >= 2 })
+	if _, err := e.person.Client.SendReaction(context.Background(), e.room, q, turn.StopKey); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.waitTerminal(1); !slices.Equal(got, []string{"cancelled:cancelled_by_user"}) {
+		t.Fatalf("terminal %v, want one message:cancelled by the person", got)
+	}
+	// Barrier: a later turn of the room runs to its end; by then a
+	// synthesis request of the stopped team would have been made.
+	e.llm.On(llmtest.LastUserContains("after the stop"), llmtest.Text("Still here."))
+	e.say(fmt.Sprintf("@%s after the stop", e.localpart("alpha")), "")
+	if got := e.waitTerminal(2); got[1] != "after:Still here." {
+		t.Fatalf("terminal %v", got)
+	}
+	for _, r := range e.llm.Requests() {
+		if strings.Contains(r.LastUser(), "Write the team's reply now.") {
+			t.Errorf("the stopped team asked for a synthesis")
+		}
 	}
 }
