@@ -67,6 +67,12 @@ type Env struct {
 	// error as "encrypted": what is said in an encrypted room must not
 	// leave the server by mistake.
 	RoomEncrypted func(ctx context.Context, room id.RoomID) (bool, error)
+	// Inspect says the plugin set is only looked at, never run (hookroom
+	// check, hooks, tools; Loader.Inspect): New validates its settings and
+	// declares its hooks, tools and commands, but changes nothing — no
+	// migrations, no background work — since a running hookroom may be
+	// using the same database. DB may be nil then.
+	Inspect bool
 }
 
 // ResolvePath returns p resolved against ConfigDir when it is relative

@@ -93,6 +93,9 @@ type Loader struct {
 	// encrypted, an error when it cannot tell. nil: built-ins treat every
 	// room as encrypted.
 	RoomEncrypted func(ctx context.Context, room id.RoomID) (bool, error)
+	// Inspect loads the set only to look at it (hookroom check, hooks,
+	// tools): built-ins get Env.Inspect and change nothing.
+	Inspect bool
 }
 
 // Load builds the plugin set of cfg with a zero Loader. See Loader.Load.
@@ -473,7 +476,7 @@ func (l *Loader) start(ctx context.Context, p *loaded, configDir string) (err er
 		logger := zerolog.Ctx(ctx).With().Str("plugin", p.name).Logger()
 		env := Env{
 			Name: p.name, Dir: p.dir, Settings: p.settings, StateDir: p.stateDir, Logger: &logger,
-			ConfigDir: configDir, DB: l.DB, RoomEncrypted: l.RoomEncrypted,
+			ConfigDir: configDir, DB: l.DB, RoomEncrypted: l.RoomEncrypted, Inspect: l.Inspect,
 		}
 		func() {
 			defer func() {

@@ -136,6 +136,9 @@ func New(ctx context.Context, env plugins.Env) (plugins.Instance, error) {
 		return nil, err
 	}
 	if env.DB == nil {
+		if env.Inspect {
+			return p, nil // only looked at: hooks, tools and commands are declared, never run
+		}
 		return nil, errors.New("knowledge needs hookroom's database, and this host offers none to plugins")
 	}
 	if embedder != nil {
@@ -144,6 +147,9 @@ func New(ctx context.Context, env plugins.Env) (plugins.Instance, error) {
 	} else {
 		p.index = kb.New(env.DB, opts, nil)
 		p.text = p.index
+	}
+	if env.Inspect {
+		return p, nil
 	}
 	if err := p.index.Upgrade(ctx); err != nil {
 		return nil, err

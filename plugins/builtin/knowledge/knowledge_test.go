@@ -328,3 +328,34 @@ func TestReloadPrunesAndClose(t *testing.T) {
 		t.Errorf("the kept base has %d files", n)
 	}
 }
+
+// Loaded only to be looked at, the plugin declares everything but creates
+// no tables and watches nothing.
+func TestInspect(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "kb", "a.md"), "alpha\n")
+	for _, withDB := range []bool{false, true} {
+		var db *dbutil.Database
+		if withDB {
+			db = dbtest.SQLite.Fresh(t)
+		}
+		cfg, err := config.Parse([]byte("matrix:\n  homeserver: http://localhost:8008\nplugins:\n"+settingsYAML), filepath.Join(dir, "config.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := plugins.Loader{DB: db, Inspect: true}
+		set, err := l.Load(hooktest.Context(t), cfg, nil)
+		if err != nil {
+			t.Fatalf("with database %v: %v", withDB, err)
+		}
+		if len(set.Tools()) != 1 || len(set.Commands()) != 1 || len(set.HookPlugins()[0].Hooks) != 1 {
+			t.Errorf("with database %v: tools %d, commands %d", withDB, len(set.Tools()), len(set.Commands()))
+		}
+		if db != nil {
+			if ok, err := db.TableExists(t.Context(), "knowledge_chunk"); err != nil || ok {
+				t.Errorf("inspecting created the knowledge tables (%v)", err)
+			}
+		}
+		_ = set.Close()
+	}
+}

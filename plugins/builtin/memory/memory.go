@@ -172,6 +172,9 @@ func New(ctx context.Context, env plugins.Env) (plugins.Instance, error) {
 		}
 	}
 	if env.DB == nil {
+		if env.Inspect {
+			return p, nil // only looked at: hooks, tools and commands are declared, never run
+		}
 		return nil, errors.New("memory needs hookroom's database, and this host offers none to plugins")
 	}
 	var embedder mem.Embedder
@@ -183,10 +186,13 @@ func New(ctx context.Context, env plugins.Env) (plugins.Instance, error) {
 		embedder = mem.NewHTTPEmbedderWithKey(cfg.Embeddings.BaseURL, cfg.Embeddings.Model, key, cfg.Embeddings.Timeout, nil)
 	}
 	p.store = mem.New(env.DB, cfg, embedder)
+	p.store.Configure(opts)
+	if env.Inspect {
+		return p, nil
+	}
 	if err := p.store.Upgrade(ctx); err != nil {
 		return nil, err
 	}
-	p.store.Configure(opts)
 	if embedder != nil {
 		bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		if env.Logger != nil {

@@ -554,3 +554,33 @@ func TestReloadAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Loaded only to be looked at (hookroom check, hooks, tools), the plugin
+// declares everything but changes nothing: no tables, with or without a
+// database.
+func TestInspect(t *testing.T) {
+	for _, withDB := range []bool{false, true} {
+		var db *dbutil.Database
+		if withDB {
+			db = dbtest.SQLite.Fresh(t)
+		}
+		cfg, err := config.Parse([]byte("matrix:\n  homeserver: http://localhost:8008\nplugins:\n"+basic), filepath.Join(t.TempDir(), "config.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := plugins.Loader{DB: db, Inspect: true}
+		set, err := l.Load(hooktest.Context(t), cfg, nil)
+		if err != nil {
+			t.Fatalf("with database %v: %v", withDB, err)
+		}
+		if len(set.Tools()) != 3 || len(set.Commands()) != 1 || len(set.HookPlugins()[0].Hooks) != 1 {
+			t.Errorf("with database %v: tools %d, commands %d, hooks %d", withDB, len(set.Tools()), len(set.Commands()), len(set.HookPlugins()[0].Hooks))
+		}
+		if db != nil {
+			if ok, err := db.TableExists(t.Context(), "memory"); err != nil || ok {
+				t.Errorf("inspecting created the memory table (%v)", err)
+			}
+		}
+		_ = set.Close()
+	}
+}
