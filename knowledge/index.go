@@ -47,7 +47,7 @@ const insertBatch = 200
 
 // Index is the knowledge bases' store and indexer, on hookroom's database
 // (SQLite or PostgreSQL). It is safe for concurrent use; re-indexing one
-// base is serialised. Its options are fixed: on a configuration change the
+// base is serialised, also across Indexes on the same database. Its options are fixed: on a configuration change the
 // bot makes a new Index (and Watcher) on the same database, whose rows
 // carry over.
 type Index struct {
@@ -77,9 +77,24 @@ func New(db *dbutil.Database, opts Options, embedder Embedder) *Index {
 	}
 	for name, b := range opts.Bases {
 		ix.filters[name], _ = newFilter(b) // Validate rejected bad globs
-		ix.locks[name] = &sync.Mutex{}
+		ix.locks[name] = baseLock(db, name)
 	}
 	return ix
+}
+
+// baseLocks serialise re-indexing one base of one database across every
+// Index on it: after a configuration change the old Index (and its
+// watcher) may still be re-indexing while the new one starts.
+var baseLocks sync.Map // baseKey → *sync.Mutex
+
+type baseKey struct {
+	db   *dbutil.Database
+	base string
+}
+
+func baseLock(db *dbutil.Database, base string) *sync.Mutex {
+	mu, _ := baseLocks.LoadOrStore(baseKey{db, base}, &sync.Mutex{})
+	return mu.(*sync.Mutex)
 }
 
 // Upgrade creates or migrates the knowledge tables. Call it once at
