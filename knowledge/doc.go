@@ -14,11 +14,11 @@
 // full-text rank alone, or fused with cosine similarity (reciprocal-rank
 // fusion) when an Embedder is set; every hit cites "path:start-end".
 //
-// The bot plugs a base into a turn the way a plugin would: a message:enrich
-// collector adds Enrichment's item (the top chunks for the person's
-// message, byte-stable for the same hits), and the agent's toolset gets
-// Tool, the search_knowledge tool. The hookroom knowledge reindex|status
-// commands call Reindex and Status.
+// The built-in plugin "knowledge" (plugins/builtin/knowledge) plugs the
+// bases into turns: a message:enrich collector adds Enrichment's item (the
+// top chunks for the person's message, byte-stable for the same hits), the
+// agents with bases get the search_knowledge tool (Call), and its
+// !knowledge command calls Status and Reindex.
 //
 // PDF files are not indexed: no maintained pure-Go PDF text reader is among
 // the module's dependencies.

@@ -3,8 +3,8 @@
 // the memory store (one table plus its full-text index, on SQLite and
 // PostgreSQL), the ranking, the OpenAI-compatible embeddings client, the
 // enrichment block, the remember/recall/forget tools and the extraction
-// request and its parsing. It knows nothing of Matrix; the bot wires it in
-// through the hook engine.
+// request and its parsing. It knows nothing of Matrix; the built-in plugin
+// "memory" (plugins/builtin/memory) plugs it into the hook engine.
 //
 // # Scopes
 //
@@ -63,13 +63,14 @@
 //     Block's byte-stable text, sorted by creation, not rank).
 //   - tools: Tools gives the model remember, recall and forget, acting for
 //     the tool call's requester.
-//   - message:after_response: when extract is on, the bot sends
-//     ExtractionRequest to the agent's model, parses the answer with
-//     ParseExtraction, emits memory:extracted with the candidates (a hook may
-//     filter or veto them) and stores what is left with StoreCandidates.
+//   - message:after_response: when extract is on, the plugin sends
+//     ExtractionRequest to its extract model, parses the answer with
+//     ParseExtraction, emits memory:extracted with the candidates (observer
+//     mode: hooks see them; filtering or vetoing needs a typed event) and
+//     stores them with StoreCandidates.
 //
-// The bot also answers !memory with List (rendered by Listing) and
+// The plugin also answers !memory with List (rendered by Listing) and
 // !memory forget <id|all> with Forget and ForgetAll, calls Configure with
-// every agent's Options at start-up and on reload, and Backfill now and then
-// when embeddings are configured.
+// its settings' agents when it is loaded, runs the tools through CallTool,
+// and Backfill now and then when embeddings are configured.
 package memory
