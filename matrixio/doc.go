@@ -11,7 +11,10 @@
 // [Config] and the Store turns [AccountSpec]s into logged-in [Account]s with
 // [Manager.EnsureAccount]: stored token, else password login on the stored
 // device, else registration (shared secret or registration token) with a
-// generated password. The device id survives restarts, and with it the
+// generated password — or, with an application service's token
+// ([Registration].AppServiceToken), registration and login through the
+// service, with no password ([NewAppServiceRegistration] writes the
+// registration file the homeserver loads). The device id survives restarts, and with it the
 // homeserver's transaction-id deduplication.
 //
 // [Account.Run] is the sync loop of one account. It hands each response to

@@ -12,7 +12,9 @@
 //	}
 //
 // Main gives the test binary one server, started on first use; Start gives a
-// test a server of its own (for restarts or rate-limit settings). Every server
+// test a server of its own (for restarts or rate-limit settings), and
+// StartWith one with application service registration files loaded
+// (AddAppService adds one to a running server, restarting it). Every server
 // listens on 127.0.0.1 on a free port and keeps its data under /dev/shm. It is
 // the test process's child: it is killed when the test (or the whole test
 // binary) ends, even after a panic or a timeout, and its directory is removed.
