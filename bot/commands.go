@@ -13,6 +13,7 @@ import (
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/runes"
 	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/plugins"
 	"github.com/hookroom/hookroom/prefs"
 )
 
@@ -56,6 +57,9 @@ func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hoo
 	switch cmd.name {
 	case "help":
 		reply = helpText
+		for _, c := range w.plugins.Commands() {
+			reply += "\n- `!" + c.Name + "` — " + c.Help + " (" + c.Plugin + ")"
+		}
 	case "agents":
 		var s strings.Builder
 		for _, name := range b.agentsOf(w, ev.RoomID) {
@@ -108,7 +112,7 @@ func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hoo
 		}
 		reply = b.pairingCommand(ctx, w, ev, cmd)
 	default:
-		reply = fmt.Sprintf("Unknown command `!%s`. Try `!help`.", cmd.name)
+		reply = b.pluginCommand(ctx, w, ev, env, cmd, admin)
 	}
 	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "command"), Notice: true}
 	if thread != "" {
@@ -154,4 +158,26 @@ func reloadFailureSummary(err error) string {
 		fmt.Fprintf(&b, "\nand %d more.", n)
 	}
 	return b.String()
+}
+
+// pluginCommand runs a command a plugin provides (plugins.CommandProvider:
+// !memory, !knowledge), or says the command is unknown.
+func (b *Bot) pluginCommand(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope, cmd command, admin bool) string {
+	c, ok := w.plugins.Command(cmd.name)
+	if !ok {
+		return fmt.Sprintf("Unknown command `!%s`. Try `!help`.", cmd.name)
+	}
+	encrypted, err := b.roomEncrypted(ctx, ev.RoomID)
+	if err != nil {
+		encrypted = true
+	}
+	out, err := c.Call(ctx, plugins.CommandRequest{
+		Room: ev.RoomID, Thread: env.ThreadID, Sender: ev.Sender, Args: cmd.args, Admin: admin,
+		Encrypted: encrypted, Agents: b.agentsOf(w, ev.RoomID),
+	})
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("command", cmd.name).Str("plugin", c.Plugin).Msg("a plugin's command failed")
+		return fmt.Sprintf("⚠️ `!%s` failed; the log has the details.", cmd.name)
+	}
+	return out
 }

@@ -100,12 +100,12 @@ func (s consoleStatus) Overview(ctx context.Context) console.Overview {
 		configured[rid] = true
 		rc := w.cfg.Rooms[key]
 		o.Rooms = append(o.Rooms, console.Room{ID: string(rid), Alias: string(rc.FullAlias(w.cfg.Matrix.ServerName)),
-			Name: rc.Name, Encrypted: b.roomEncrypted(ctx, rid), Agents: agentsIn[rid]})
+			Name: rc.Name, Encrypted: b.knownEncrypted(ctx, rid), Agents: agentsIn[rid]})
 	}
 	for rid, names := range agentsIn {
 		if !configured[rid] {
 			o.Rooms = append(o.Rooms, console.Room{ID: string(rid), Agents: names, Invited: true,
-				Encrypted: b.roomEncrypted(ctx, rid)})
+				Encrypted: b.knownEncrypted(ctx, rid)})
 		}
 	}
 	slices.SortFunc(o.Rooms, func(x, y console.Room) int {
@@ -141,13 +141,10 @@ func boolInt(v bool) int {
 	return 0
 }
 
-// roomEncrypted reports whether the router's store knows room as
-// encrypted (false when it cannot tell).
-func (b *Bot) roomEncrypted(ctx context.Context, room id.RoomID) bool {
-	if b.router == nil {
-		return false
-	}
-	enc, err := b.router.IsEncrypted(ctx, room)
+// knownEncrypted reports whether room is known to be encrypted (false
+// when hookroom cannot tell), for the console's room list.
+func (b *Bot) knownEncrypted(ctx context.Context, room id.RoomID) bool {
+	enc, err := b.roomEncrypted(ctx, room)
 	return err == nil && enc
 }
 

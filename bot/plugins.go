@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
@@ -17,8 +18,11 @@ import (
 // of prev, or none when force is set) and a hook registry from it.
 func (b *Bot) loadPlugins(ctx context.Context, cfg *config.Config, prev *plugins.Set, force bool) (*plugins.Set, *hooks.Registry, error) {
 	l := plugins.Loader{
-		AllowEnv:     func(e config.PluginEntry) []string { return e.Env },
-		ForceRestart: force,
+		AllowEnv:      func(e config.PluginEntry) []string { return e.Env },
+		ForceRestart:  force,
+		DB:            b.db.Database,
+		RoomEncrypted: b.roomEncrypted,
+		Inspect:       b.opts.Inspect,
 	}
 	set, err := l.Load(ctx, cfg, prev)
 	if err != nil {
@@ -70,4 +74,25 @@ func pluginToolCall(ctx context.Context, args json.RawMessage) plugins.ToolCall 
 
 func (t pluginTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	return t.set.CallTool(ctx, t.b.w().reg, t.tool.Name, pluginToolCall(ctx, args))
+}
+
+// roomEncrypted tells built-in plugins whether room is end-to-end
+// encrypted, as an account of hookroom that is in the room knows it. A
+// room no account of hookroom is in is reported as encrypted, with an
+// error: a wrong "not encrypted" would send its text to an outside
+// service (an embeddings endpoint).
+func (b *Bot) roomEncrypted(ctx context.Context, room id.RoomID) (bool, error) {
+	w := b.w()
+	if w == nil || b.router == nil {
+		return true, fmt.Errorf("failed to tell whether %s is encrypted: hookroom is not connected yet", room)
+	}
+	acct := b.router
+	if !b.routerIn(w, room) {
+		names := b.agentsOf(w, room)
+		if len(names) == 0 {
+			return true, fmt.Errorf("failed to tell whether %s is encrypted: no account of hookroom is in it", room)
+		}
+		acct = w.agents[names[0]]
+	}
+	return acct.IsEncrypted(ctx, room)
 }

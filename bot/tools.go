@@ -137,7 +137,7 @@ func resolveTools(cfg *config.Config, set *plugins.Set, servers *mcp.Set) (map[h
 				picked = append(picked, t)
 			}
 		}
-		out[hooks.AgentName(agent)] = picked
+		out[hooks.AgentName(agent)] = withServedTools(picked, set, hooks.AgentName(agent))
 	}
 	if len(errs) > 0 {
 		slices.SortStableFunc(errs, func(a, b *config.Error) int { return a.Line - b.Line })
@@ -145,6 +145,28 @@ func resolveTools(cfg *config.Config, set *plugins.Set, servers *mcp.Set) (map[h
 	}
 	slices.Sort(warnings)
 	return out, warnings, nil
+}
+
+// withServedTools applies the plugin tools that name the agents they serve
+// (plugins.Tool.Agents: memory, knowledge): they go to those agents without
+// a tools: entry, and to no other agent, whatever its entries select.
+func withServedTools(picked []ToolInfo, set *plugins.Set, agent hooks.AgentName) []ToolInfo {
+	if set == nil {
+		return picked
+	}
+	for _, t := range set.Tools() {
+		if t.Agents == nil {
+			continue
+		}
+		i := slices.IndexFunc(picked, func(x ToolInfo) bool { return x.Name == t.Name && x.Source == t.Plugin })
+		switch {
+		case !t.ForAgent(agent) && i >= 0:
+			picked = slices.Delete(picked, i, i+1)
+		case t.ForAgent(agent) && i < 0:
+			picked = append(picked, ToolInfo{Name: t.Name, Source: t.Plugin, Description: t.Description})
+		}
+	}
+	return picked
 }
 
 // matchTools returns the tools entry selects, or a problem (an error) or a

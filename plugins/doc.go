@@ -7,7 +7,7 @@
 //
 //   - built-in Go plugins, compiled in and registered by name from init
 //     with RegisterBuiltin (Caddy-style; plugins/builtin/all imports the
-//     ones that ship with hookroom: audit_log, context_info, tool_guard);
+//     ones that ship with hookroom: audit_log, context_info, tool_guard, memory, knowledge);
 //   - process plugins, any language: a directory whose manifest names a
 //     command; the plugins/process supervisor runs it and speaks JSON-RPC
 //     over its stdin/stdout (docs/plugin-protocol.md).
