@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -92,6 +93,11 @@ func (r ReloadReport) Summary() string {
 func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	b.reloadMu.Lock()
 	defer b.reloadMu.Unlock()
+	if b.db.Standby() {
+		// It would log in new agents' accounts while the active hookroom
+		// runs them; it reads config.yaml when it takes over instead.
+		return ReloadReport{}, errors.New("failed to reload: this hookroom is a standby; it reads config.yaml when it takes over")
+	}
 	start := time.Now()
 	old := b.w()
 	cfg, err := config.Load(ctx, old.cfg.Path, b.opts.ConfigOptions...)
