@@ -56,6 +56,25 @@ type Exceeded struct {
 	Resets time.Time
 }
 
+// limit is one daily budget of a turn: whose, and how large.
+type limit struct {
+	scope Scope
+	limit int
+	name  string
+}
+
+// limits are the budgets of b that bound a turn of agent for requester:
+// the person's first, then the agent's; unlimited ones are left out.
+func (b Budgets) limits(agent hooks.AgentName, requester id.UserID) []limit {
+	var out []limit
+	for _, c := range []limit{{ScopePerson, b.PerUser, string(requester)}, {ScopeAgent, b.PerAgent, string(agent)}} {
+		if c.limit > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // over reports whether used tokens exhaust limit (0: unlimited). A turn
 // may start while anything is left, and may then go beyond the budget: how
 // many tokens a turn takes is known only once it is over.
@@ -67,17 +86,7 @@ func over(limit int, used int64) bool { return limit > 0 && used >= int64(limit)
 // (always, without budgets, and without reading the database). It reads
 // one row per budget, however many turns the day had.
 func (s *Store) Check(ctx context.Context, now time.Time, agent hooks.AgentName, requester id.UserID, b Budgets) (*Exceeded, error) {
-	for _, c := range []struct {
-		scope Scope
-		limit int
-		name  string
-	}{
-		{ScopePerson, b.PerUser, string(requester)},
-		{ScopeAgent, b.PerAgent, string(agent)},
-	} {
-		if c.limit <= 0 {
-			continue
-		}
+	for _, c := range b.limits(agent, requester) {
 		used, err := s.dayTotal(ctx, now, c.scope, c.name)
 		if err != nil {
 			return nil, err
@@ -111,17 +120,7 @@ func (s *Store) Crossed(ctx context.Context, now time.Time, agent hooks.AgentNam
 		return nil, nil
 	}
 	var out []Crossing
-	for _, c := range []struct {
-		scope Scope
-		limit int
-		name  string
-	}{
-		{ScopePerson, b.PerUser, string(requester)},
-		{ScopeAgent, b.PerAgent, string(agent)},
-	} {
-		if c.limit <= 0 {
-			continue
-		}
+	for _, c := range b.limits(agent, requester) {
 		used, err := s.dayTotal(ctx, now, c.scope, c.name)
 		if err != nil {
 			return nil, err

@@ -53,13 +53,11 @@ type limits struct {
 	maxFiles int
 }
 
-// scanTree walks root (not following symbolic links), checks that it holds
-// only directories, regular files and symbolic links that stay inside root,
-// within lim, and computes its checksum (see the package documentation).
-func scanTree(ctx context.Context, root string, lim limits) (tree, error) {
-	var entries []entry
-	var t tree
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+// walkPlugin calls fn for every entry below root (not root itself), with
+// its path relative to root, leaving out what skipped names (version
+// control, byte code) and stopping when ctx ends.
+func walkPlugin(ctx context.Context, root string, fn func(p, rel string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -79,6 +77,17 @@ func scanTree(ctx context.Context, root string, lim limits) (tree, error) {
 		if err != nil {
 			return err
 		}
+		return fn(p, rel, d)
+	})
+}
+
+// scanTree walks root (not following symbolic links), checks that it holds
+// only directories, regular files and symbolic links that stay inside root,
+// within lim, and computes its checksum (see the package documentation).
+func scanTree(ctx context.Context, root string, lim limits) (tree, error) {
+	var entries []entry
+	var t tree
+	err := walkPlugin(ctx, root, func(p, rel string, d fs.DirEntry) error {
 		rel = filepath.ToSlash(rel)
 		info, err := d.Info()
 		if err != nil {
@@ -189,26 +198,7 @@ func copyTree(ctx context.Context, src, dst string, lim limits) error {
 		return err
 	}
 	var dirs dirModes
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == src {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if skipped(d.Name(), d.IsDir()) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
+	err := walkPlugin(ctx, src, func(p, rel string, d fs.DirEntry) error {
 		to := filepath.Join(dst, rel)
 		info, err := d.Info()
 		if err != nil {
