@@ -71,6 +71,9 @@ type Config struct {
 	// PluginInstall configures hookroom plugin install, update, remove
 	// and list: the plugin directory and the limits of an install.
 	PluginInstall PluginInstall `yaml:"plugin_install"`
+	// Voice transcribes people's voice messages and may speak replies.
+	// Off unless voice.transcription.base_url or voice.speech is set.
+	Voice Voice `yaml:"voice"`
 
 	// Path is the absolute path of the config file ("" for a Config built in code).
 	Path string `yaml:"-"`

@@ -54,6 +54,7 @@ func (c *Config) validate() ErrorList {
 	v.toolApproval()
 	v.traces()
 	v.pluginInstall()
+	v.voice()
 	sortErrors(v.errs)
 	return v.errs
 }
