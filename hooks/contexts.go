@@ -16,6 +16,7 @@ const (
 	SourceMessage      SourceKind = "message"       // a person's text message
 	SourceEdit         SourceKind = "edit"          // a person edited a message
 	SourceMedia        SourceKind = "media"         // image, file, audio or video
+	SourceVoice        SourceKind = "voice"         // a person's audio message, transcribed: Body is the transcript
 	SourceScheduled    SourceKind = "scheduled"     // posted by a schedule
 	SourceHook         SourceKind = "hook"          // posted by a hook
 	SourceHookDispatch SourceKind = "hook_dispatch" // posted by a hook, addressed for dispatch
