@@ -109,3 +109,66 @@ func TestModelChoiceAndBudgetAlert(t *testing.T) {
 		t.Errorf("%d unscripted model requests", got)
 	}
 }
+
+// The model's traffic seen by hooks on a real homeserver: a model:request
+// hook's redaction is what the model server receives (the person's message
+// in the room and in the stored history keep the original); a tool:result
+// hook's mask is what the model's next request and the thread's stored
+// history hold; a model:request refusal ends the turn with its reason.
+func TestModelRequestAndToolResultHooks(t *testing.T) {
+	redact := hooks.Handle(hooks.ModelRequest, "redact", func(_ context.Context, c *hooks.ModelRequestContext) error {
+		c.ReplaceText("4111-1111-1111-1111", "[card number]")
+		if c.Round == 1 && len(c.Messages) > 0 && strings.Contains(c.Messages[len(c.Messages)-1].Content, "forbidden topic") {
+			c.Refuse("this assistant does not discuss that")
+		}
+		return nil
+	})
+	mask := hooks.Handle(hooks.ToolResult, "mask", func(_ context.Context, c *hooks.ToolResultContext) error {
+		c.Content = strings.ReplaceAll(c.Content, "T", "*")
+		return nil
+	})
+	e := newTurnEnv(t, []string{"helper"}, "    tools: [current_time]\n", redact, mask)
+	e.llm.Script(
+		llmtest.Calls(llmtest.ToolCall("c1", "current_time", `{}`)),
+		llmtest.Text("Noted."),
+	)
+	q := e.say("my card is 4111-1111-1111-1111, what time is it?", "")
+	e.waitTerminal(1)
+	reqs := e.llm.Requests()
+	for i, r := range reqs {
+		if strings.Contains(string(r.Raw), "4111-1111") {
+			t.Errorf("model request %d holds the card number", i)
+		}
+	}
+	if !strings.Contains(string(reqs[0].Raw), "[card number]") {
+		t.Errorf("the first request lacks the redaction:\n%s", reqs[0].Raw)
+	}
+	tool := lastToolMessage(e, 1)
+	if tool == "" || strings.Contains(tool, "T") {
+		t.Errorf("the tool result the model got is not masked: %q", tool)
+	}
+	stored := e.history(q)
+	var sawTool bool
+	for _, m := range stored {
+		if m.Role == "tool" {
+			sawTool = true
+			if strings.Contains(m.Content, "T") {
+				t.Errorf("the stored history holds the unmasked tool result %q", m.Content)
+			}
+		}
+	}
+	if !sawTool {
+		t.Errorf("the stored history has no tool message: %+v", stored)
+	}
+
+	// A refusal: no model call, the person reads the reason.
+	before := e.llm.Count()
+	e.say("tell me about the forbidden topic", "")
+	if got := e.waitTerminal(2); got[1] != "cancelled:model_error" {
+		t.Fatalf("terminal %v, want the refused turn cancelled", got)
+	}
+	if n := e.llm.Count(); n != before {
+		t.Errorf("%d model calls for a refused request", n-before)
+	}
+	waitMessageFrom(t, e.person, e.room, e.userID("helper"), "this assistant does not discuss that")
+}
