@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +63,7 @@ type initOptions struct {
 	homeserver, serverName                   string
 	accounts, sharedSecret, token, secretEnv string
 	agent, router, room, invite, model       string
-	listen, configPath                       string
+	listen, configPath, dataDir              string
 	force                                    bool
 }
 
@@ -104,6 +105,8 @@ func runInit(ctx context.Context, args []string, sys initIO) int {
 	fs.StringVar(&o.model, "model", "echo", "the model: echo (offline, no key) | openai | anthropic")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "the address of the console, /metrics and the admin API")
 	fs.StringVar(&o.configPath, "config", "config.yaml", "where to write the configuration")
+	fs.StringVar(&o.dataDir, "data-dir", "./data", "data_dir: where hookroom run keeps the database (accounts, devices, encryption keys) and plugin state; "+
+		"relative to the config's directory (the .deb and the container: /var/lib/hookroom)")
 	fs.BoolVar(&o.force, "force", false, "overwrite an existing configuration and "+initEnvFile)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -153,6 +156,12 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 		return fmt.Errorf("--homeserver %q is not an http:// or https:// URL", o.homeserver)
 	}
 	o.homeserver = hs.String()
+	if strings.TrimSpace(o.dataDir) == "" {
+		return errors.New("--data-dir is empty: give the directory for the database, e.g. --data-dir /var/lib/hookroom")
+	}
+	if strings.ContainsAny(o.dataDir, "\x00\n\r") {
+		return fmt.Errorf("--data-dir %q is not a usable path", o.dataDir)
+	}
 	model, ok := initModels[o.model]
 	if !ok {
 		return fmt.Errorf("--model %q: want echo, openai or anthropic", o.model)
@@ -283,7 +292,9 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 	w := sys.stdout
 	fmt.Fprintf(w, "The homeserver at %s answers (Matrix %s); server name %s (%s).\n",
 		o.homeserver, latestVersion(versions), o.serverName, serverNameFrom)
-	fmt.Fprintf(w, "Wrote %s and %s (its secrets, mode 0600).\n\n", cfgPath, envPath)
+	fmt.Fprintf(w, "Wrote %s and %s (its secrets, mode 0600).\n", cfgPath, envPath)
+	fmt.Fprintf(w, "hookroom run keeps its database in %s (data_dir: --data-dir): the user it runs as must be able to write there.\n\n",
+		cfg.DataDir)
 	if model.keyEnv != "" {
 		fmt.Fprintf(w, "Put your API key in %s first (the line %s=...).\n", envPath, model.keyEnv)
 	}
@@ -350,6 +361,18 @@ func yamlString(s string) string {
 	return strconv.Quote(strings.ReplaceAll(s, "${", "$${"))
 }
 
+// yamlPath writes a path as a plain YAML scalar when it plainly is one
+// (./data, /var/lib/hookroom; a "/" keeps it from reading as true, null or
+// a number), else quoted by yamlString.
+func yamlPath(p string) string {
+	if strings.Contains(p, "/") && plainPath.MatchString(p) {
+		return p
+	}
+	return yamlString(p)
+}
+
+var plainPath = regexp.MustCompile(`^[A-Za-z0-9._/][A-Za-z0-9._/+@-]*$`)
+
 // initConfigText is the configuration hookroom init writes (the shape of
 // scripts/demo.sh's).
 func initConfigText(o initOptions, models, secretKey string) string {
@@ -358,8 +381,9 @@ func initConfigText(o initOptions, models, secretKey string) string {
 # config.example.yaml for every key and docs/operations.md for running hookroom.
 # The secrets are in ` + initEnvFile + ` next to this file: load it before hookroom
 # check or run (set -a; . ./` + initEnvFile + `; set +a, or systemd's EnvironmentFile=).
-data_dir: ./data
-log:
+`)
+	fmt.Fprintf(&b, "data_dir: %s\n", yamlPath(o.dataDir))
+	b.WriteString(`log:
   level: info
   format: console
 matrix:

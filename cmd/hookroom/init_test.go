@@ -282,3 +282,65 @@ func TestInitThroughRun(t *testing.T) {
 		t.Errorf("hookroom init --bogus exited %d, want 2", code)
 	}
 }
+
+func TestInitDataDir(t *testing.T) {
+	hs := fakeHomeserver(t, false)
+	dataDir := filepath.Join(t.TempDir(), "var lib", "hookroom${X}") // a space and a ${: written quoted, kept literal
+	for _, tc := range []struct {
+		name, flag, wantLine, wantDir string
+	}{
+		{"default", "", "data_dir: ./data\n", "data"},
+		{"absolute", "/var/lib/hookroom", "data_dir: /var/lib/hookroom\n", "/var/lib/hookroom"},
+		{"relative", "../state", "data_dir: ../state\n", "../state"},
+		{"quoted", dataDir, "data_dir: " + yamlString(dataDir) + "\n", dataDir},
+		{"no slash", "true", "data_dir: \"true\"\n", "true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfgPath := filepath.Join(dir, "config.yaml")
+			args := []string{"--homeserver", hs.URL, "--shared-secret", "x", "--config", cfgPath}
+			if tc.flag != "" {
+				args = append(args, "--data-dir", tc.flag)
+			}
+			code, stdout, stderr := runInitTest(t, nil, args...)
+			if code != 0 {
+				t.Fatalf("init exited %d: %s", code, stderr)
+			}
+			data, err := os.ReadFile(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), "\n"+tc.wantLine) {
+				t.Errorf("config.yaml lacks %q:\n%s", tc.wantLine, data)
+			}
+			env := readEnvFile(t, filepath.Join(dir, initEnvFile))
+			cfg, err := config.Parse(data, cfgPath, config.WithLookupEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+			if err != nil {
+				t.Fatalf("the config does not parse: %v", err)
+			}
+			want := tc.wantDir
+			if !filepath.IsAbs(want) {
+				want = filepath.Join(dir, want)
+			}
+			if cfg.DataDir != want {
+				t.Errorf("data_dir resolves to %q, want %q", cfg.DataDir, want)
+			}
+			if !strings.Contains(stdout, "keeps its database in "+want+" ") {
+				t.Errorf("stdout does not name the data directory %s:\n%s", want, stdout)
+			}
+			if _, err := os.Stat(want); err == nil && tc.name != "absolute" {
+				t.Errorf("init created %s: hookroom run does", want)
+			}
+		})
+	}
+
+	dir := t.TempDir()
+	code, _, stderr := runInitTest(t, nil, "--homeserver", hs.URL, "--shared-secret", "x",
+		"--config", filepath.Join(dir, "config.yaml"), "--data-dir", " ")
+	if code == 0 || !strings.Contains(stderr, "--data-dir is empty") {
+		t.Errorf("init --data-dir ' ' exited %d: %s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused init wrote %v", entries)
+	}
+}
