@@ -181,6 +181,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Encryption.KeyWait <= 0 {
 		cfg.Encryption.KeyWait = defaultKeyWait
 	}
+	if cfg.Encryption.RecoveryKey != "" && !ValidRecoveryKey(cfg.Encryption.RecoveryKey) {
+		return cfg, fmt.Errorf("%w: the recovery key is malformed (want 48 base58 characters, as NewRecoveryKey makes)", ErrInvalidConfig)
+	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: cfg.SyncTimeout + 2*time.Minute}
 	}

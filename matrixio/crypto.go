@@ -58,6 +58,14 @@ type Encryption struct {
 	// that arrived before them (keys are requested from the sender after a
 	// few seconds). Default 30s.
 	KeyWait time.Duration
+	// RecoveryKey is the recovery key (Element's format, as NewRecoveryKey
+	// makes) of every account's secret storage. When set, each account
+	// backs up its room keys on the homeserver and a fresh database
+	// restores them from there (see setupBackup). "" turns key backup off.
+	RecoveryKey string
+	// RestoreOnly, with RecoveryKey, restores room keys from an existing
+	// backup but uploads none and creates no backup or secret storage.
+	RestoreOnly bool
 }
 
 const (
@@ -77,6 +85,11 @@ var ErrUndecryptable = errors.New("message cannot be decrypted")
 type cryptoShared struct {
 	state     *sqlstatestore.SQLStateStore
 	pickleKey []byte
+
+	mu         sync.Mutex // guards the fields below
+	backups    map[id.UserID]*keyBackup
+	backupErrs map[id.UserID]error // why an account has no backup
+	failed     []time.Time         // when Decrypt gave up on a message, oldest first
 }
 
 // cryptoSetup returns the shared crypto pieces, creating their tables and the
@@ -146,6 +159,18 @@ func (m *Manager) initCrypto(ctx context.Context, cli *mautrix.Client, password 
 		// Encryption works without it; clients only show the device as
 		// not verified by its owner.
 		log.Warn().Err(err).Msg("Failed to set up cross-signing; the device works but is not signed by its owner")
+	}
+	if m.cfg.Encryption.RecoveryKey != "" {
+		kb, err := m.setupBackup(ctx, mach, cli, store)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// Encryption works without it; a lost database then loses
+			// the keys of earlier messages.
+			log.Error().Err(err).Msg("Failed to set up the key backup; room keys are not backed up")
+		}
+		m.setBackup(cli.UserID, kb, err)
 	}
 	return helper, nil
 }
@@ -315,6 +340,7 @@ func (a *Account) processCrypto(ctx context.Context, helper *cryptohelper.Crypto
 	for _, evt := range members {
 		mach.HandleMemberEvent(ctx, evt)
 	}
+	a.m.backupFor(a.userID).maybeBackUp(ctx, a.cli(), resp)
 }
 
 // decryptEvents replaces the encrypted events of events with their
@@ -343,8 +369,52 @@ func (a *Account) decryptEvents(ctx context.Context, helper *cryptohelper.Crypto
 // room key to arrive, asking the sender's devices (and the accounts' other
 // devices) for it after a few seconds. It returns an error wrapping
 // ErrUndecryptable when the keys did not come or the event is malformed,
-// and ctx's error when ctx ends first. Safe for concurrent use.
+// and ctx's error when ctx ends first. Safe for concurrent use. Every
+// message given up on is counted for Undecryptable.
 func (m *Manager) Decrypt(ctx context.Context, evt *event.Event) (*event.Event, error) {
+	dec, err := m.decrypt(ctx, evt)
+	if errors.Is(err, ErrUndecryptable) {
+		m.noteUndecryptable(time.Now())
+	}
+	return dec, err
+}
+
+// undecryptableKept is how long Undecryptable remembers a failure.
+const undecryptableKept = time.Hour
+
+// noteUndecryptable records a message Decrypt gave up on at t.
+func (m *Manager) noteUndecryptable(t time.Time) {
+	if m.shared == nil {
+		return
+	}
+	m.shared.mu.Lock()
+	defer m.shared.mu.Unlock()
+	m.shared.failed = append(m.shared.failed, t)
+	drop := 0
+	for drop < len(m.shared.failed) && t.Sub(m.shared.failed[drop]) > undecryptableKept {
+		drop++
+	}
+	m.shared.failed = m.shared.failed[drop:]
+}
+
+// Undecryptable returns how many messages Decrypt gave up on since since
+// (at most an hour back): the messages no account could read.
+func (m *Manager) Undecryptable(since time.Time) int {
+	if m.shared == nil {
+		return 0
+	}
+	m.shared.mu.Lock()
+	defer m.shared.mu.Unlock()
+	n := 0
+	for _, t := range m.shared.failed {
+		if !t.Before(since) {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Manager) decrypt(ctx context.Context, evt *event.Event) (*event.Event, error) {
 	content, ok := evt.Content.Parsed.(*event.EncryptedEventContent)
 	if !ok {
 		if err := evt.Content.ParseRaw(event.EventEncrypted); err != nil {
