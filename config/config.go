@@ -174,7 +174,19 @@ type Encryption struct {
 	// waited for before hookroom tells the room it cannot read it.
 	// Default 30000.
 	DecryptGraceMS int `yaml:"decrypt_grace_ms"`
+	// RecoveryKey is the recovery key (Element's format, as `hookroom e2ee
+	// recovery-key` prints it) of every account's secret storage. When set,
+	// the accounts back up their room keys on the homeserver and a fresh
+	// database restores them from there. Empty: no key backup.
+	RecoveryKey Secret `yaml:"recovery_key"`
+	// KeyBackup, with RecoveryKey, uploads the accounts' room keys to the
+	// backup (default true); false only restores from an existing backup.
+	KeyBackup *bool `yaml:"key_backup"`
 }
+
+// BackupUpload reports whether the accounts upload their room keys to the
+// key backup (matrix.encryption.key_backup, default true).
+func (e Encryption) BackupUpload() bool { return e.KeyBackup == nil || *e.KeyBackup }
 
 // DecryptGrace returns DecryptGraceMS as a duration, 0 for the default.
 func (e Encryption) DecryptGrace() time.Duration {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"maunium.net/go/mautrix/crypto/utils"
 	"maunium.net/go/mautrix/id"
 )
 
@@ -128,6 +129,12 @@ func (v *validator) matrix() {
 	}
 	if m.Encryption.DecryptGraceMS < 0 {
 		v.errorf("matrix.encryption.decrypt_grace_ms", "must be positive, not %d", m.Encryption.DecryptGraceMS)
+	}
+	if rk := m.Encryption.RecoveryKey; rk != "" && utils.DecodeBase58RecoveryKey(rk.Reveal()) == nil {
+		v.errorf("matrix.encryption.recovery_key", "is not a recovery key (48 base58 characters in groups of four, as `hookroom e2ee recovery-key` prints)")
+	}
+	if m.Encryption.KeyBackup != nil && m.Encryption.RecoveryKey == "" {
+		v.errorf("matrix.encryption.key_backup", "needs matrix.encryption.recovery_key (the key backup is encrypted with it)")
 	}
 }
 

@@ -159,6 +159,17 @@ func TestValidation(t *testing.T) {
 		yaml: "  encryption:\n    decrypt_grace_ms: -1\n",
 		want: []string{`config.yaml:4: matrix.encryption.decrypt_grace_ms: must be positive, not -1`},
 	}, {
+		name: "key backup with a recovery key",
+		yaml: "  encryption:\n    recovery_key: EsSz z9tE P7v3 2x3J pej9 kEu3 wFRg Cohn LtKd CcAP Gyjg nnbj\n    key_backup: false\n",
+	}, {
+		name: "malformed recovery key, never echoed",
+		yaml: "  encryption:\n    recovery_key: EsSz z9tE P7v3 2x3J pej9 kEu3 wFRg Cohn LtKd CcAP Gyjg nnbk\n",
+		want: []string{"config.yaml:4: matrix.encryption.recovery_key: is not a recovery key (48 base58 characters in groups of four, as `hookroom e2ee recovery-key` prints)"},
+	}, {
+		name: "key backup without a recovery key",
+		yaml: "  encryption:\n    key_backup: true\n",
+		want: []string{`config.yaml:4: matrix.encryption.key_backup: needs matrix.encryption.recovery_key (the key backup is encrypted with it)`},
+	}, {
 		name: "room encryption is a boolean",
 		yaml: "rooms:\n  r:\n    encryption: maybe\n",
 		want: []string{`config.yaml:5: rooms.r.encryption: expected true or false, got "maybe"`},
