@@ -173,7 +173,16 @@ func (b *Bot) handleMessage(ctx context.Context, w *world, ev *event.Event, repl
 		log.Info().Msg("tool call approval answered by a reply")
 		return false
 	}
+	// An audio message goes on as its transcript (voice.go), never as a
+	// command; a spoken answer follows the turn.
+	ev, msg, voiced, handled := b.transcribeVoice(ctx, w, ev, msg)
+	if handled {
+		return false
+	}
 	env := b.envelope(w, ev, msg)
+	if voiced {
+		env.SourceKind = hooks.SourceVoice
+	}
 	candidates := b.agentsOf(w, ev.RoomID)
 	env.MentionedAgents = w.mentioned(msg, candidates)
 	// The agent is known before message:received when the message names
@@ -183,6 +192,7 @@ func (b *Bot) handleMessage(ctx context.Context, w *world, ev *event.Event, repl
 		env.AgentName = d.agent
 	}
 	cmd, isCommand := parseCommand(env.Body)
+	isCommand = isCommand && !voiced
 	// What happens to the message before its turn begins (message:received,
 	// the router) is recorded for the turn's trace (newTraceRecorder).
 	ctx = b.withPreTurnTrace(ctx, w)
@@ -213,6 +223,7 @@ func (b *Bot) handleMessage(ctx context.Context, w *world, ev *event.Event, repl
 		b.handoff(ctx, w, ev, env, decision.agent)
 	}
 	b.startTurn(ctx, w, ev, env, decision.agent, reg, replayed)
+	b.queueSpokenReply(ctx, w, ev, env, decision.agent)
 	return true
 }
 

@@ -1,0 +1,234 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
+	"github.com/hookroom/hookroom/matrixio/hstest"
+	"github.com/hookroom/hookroom/voice"
+)
+
+// fakeOgg stands for a recording: the scripted transcription server
+// answers with its script whatever it is sent, and checks nothing but
+// the upload's form.
+var fakeOgg = append([]byte("OggS\x00\x02"), bytes.Repeat([]byte{0x4f, 0x70, 0x75, 0x73, 0x00, 0xff}, 200)...)
+
+// newVoiceEnv is newTurnEnv with one agent, "helper", and voice (the
+// YAML of the voice section's entries, two spaces in, %[1]s standing for
+// the scripted server's base URL) turned on; hs join the recorder's
+// plugin.
+func newVoiceEnv(t *testing.T, voiceYAML string, hs ...hooks.Hook) *turnEnv {
+	return newTurnEnvWith(t, func(e *turnEnv) {
+		e.cfg += "voice:\n" + fmt.Sprintf(voiceYAML, e.llm.URL)
+	}, "", []string{"helper"}, "", hs...)
+}
+
+// sendVoice uploads data as the person and sends it as a voice message
+// (m.audio with the MSC3245 voice flag), in thread when set.
+func (e *turnEnv) sendVoice(data []byte, thread id.EventID) id.EventID {
+	e.t.Helper()
+	uri := e.upload(data, "audio/ogg", "Voice message.ogg")
+	return e.send(&event.MessageEventContent{
+		MsgType: event.MsgAudio, Body: "Voice message.ogg", URL: uri.CUString(),
+		Info:         &event.FileInfo{MimeType: "audio/ogg", Size: len(data), Duration: 1500},
+		MSC3245Voice: &event.MSC3245Voice{},
+		MSC1767Audio: &event.MSC1767Audio{Duration: 1500, Waveform: []int{}},
+	}, thread)
+}
+
+// threadEvent waits for the first event in the thread of q that sender
+// posted and that passes ok, and returns it (content parsed).
+func (e *turnEnv) threadEvent(q id.EventID, sender id.UserID, what string, ok func(*event.MessageEventContent) bool) *event.Event {
+	e.t.Helper()
+	var found *event.Event
+	testkit.Eventually(e.t, 30*time.Second, what, func() bool {
+		rels, err := e.person.Client.GetRelations(context.Background(), e.room, q, &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionForward, Limit: 100})
+		if err != nil {
+			return false
+		}
+		for _, ev := range rels.Chunk {
+			_ = ev.Content.ParseRaw(ev.Type)
+			if m := ev.Content.AsMessage(); ev.Sender == sender && m != nil && ok(m) {
+				found = ev
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// voiceNotice waits until the router's voice notice in the thread of q
+// shows want, and returns the notice's id.
+func (e *turnEnv) voiceNotice(q id.EventID, want string) id.EventID {
+	e.t.Helper()
+	notice := e.threadEvent(q, e.userID("router"), "the voice notice in the thread of "+string(q), func(m *event.MessageEventContent) bool {
+		return m.MsgType == event.MsgNotice && strings.HasPrefix(m.Body, "🎤")
+	})
+	var text string
+	testkit.Eventually(e.t, 30*time.Second, fmt.Sprintf("the voice notice shows %q", want), func() bool {
+		text, _, _ = e.visibleText(notice.ID)
+		return text == want
+	})
+	return notice.ID
+}
+
+// A person's voice message is transcribed: the thread shows "🎤
+// transcript" (the placeholder edited), the recording reaches the
+// transcription endpoint byte for byte, the agent's model gets the
+// transcript as the person's message and hooks see source_kind voice. A
+// transcript starting with "!" is the person's words, not a command. When
+// the endpoint fails or hears nothing, the person is told in the thread
+// and no turn runs; the room goes on.
+func TestVoiceMessageIsTranscribed(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		kinds []hooks.SourceKind
+		seen  []string
+	)
+	e := newVoiceEnv(t, "  transcription:\n    base_url: %[1]s\n    language: en\n",
+		hooks.Handle(hooks.MessageEnrich, "peek", func(_ context.Context, c *hooks.MessageEnrichContext) error {
+			mu.Lock()
+			defer mu.Unlock()
+			kinds = append(kinds, c.Envelope.SourceKind)
+			seen = append(seen, c.Envelope.Body)
+			return nil
+		}))
+	question := "What is the capital of France?"
+	e.llm.ScriptTranscriptions(llmtest.Transcription{Text: " " + question + " "})
+	e.llm.Script(llmtest.Text("Paris."))
+	q := e.sendVoice(fakeOgg, "")
+	if got := e.waitTerminal(1); got[0] != "after:Paris." {
+		t.Fatalf("terminal events %v", got)
+	}
+	e.voiceNotice(q, voice.TranscriptText(question))
+	reqs := e.llm.AudioRequests()
+	if len(reqs) != 1 || !bytes.Equal(reqs[0].File, fakeOgg) || reqs[0].FileContentType != "audio/ogg" ||
+		reqs[0].FileName != "Voice message.ogg" || reqs[0].Language != "en" || reqs[0].Model != voice.DefaultTranscriber {
+		t.Fatalf("transcription requests = %+v, want the recording once, byte for byte", reqs)
+	}
+	if last := e.llm.LastRequest(t).LastUser(); !strings.Contains(last, question) || strings.Contains(last, "Voice message.ogg") {
+		t.Errorf("the model's user turn = %q, want the transcript (and not the file)", last)
+	}
+	mu.Lock()
+	if len(kinds) != 1 || kinds[0] != hooks.SourceVoice || seen[0] != question {
+		t.Errorf("message:enrich saw kinds %v bodies %q, want voice with the transcript", kinds, seen)
+	}
+	mu.Unlock()
+
+	// Words that look like a command are the person's words.
+	e.llm.ScriptTranscriptions(llmtest.Transcription{Text: "!help me with the weather"})
+	e.llm.Script(llmtest.Text("Sunny."))
+	q2 := e.sendVoice(fakeOgg, "")
+	if got := e.waitTerminal(2); got[1] != "after:Sunny." {
+		t.Fatalf("terminal events %v: a spoken !help ran as a command", got)
+	}
+	e.voiceNotice(q2, "🎤 !help me with the weather")
+	if last := e.llm.LastRequest(t).LastUser(); !strings.Contains(last, "!help me with the weather") {
+		t.Errorf("the model's user turn = %q, want the spoken words", last)
+	}
+
+	// The endpoint fails, then hears nothing: the person is told; no turn.
+	e.llm.ScriptTranscriptions(llmtest.Transcription{Status: 503}, llmtest.Transcription{Text: "  "})
+	q3 := e.sendVoice(fakeOgg, "")
+	e.voiceNotice(q3, voiceUnavailable)
+	q4 := e.sendVoice(fakeOgg, "")
+	e.voiceNotice(q4, voiceNoWords)
+	// A text message after them is answered: the room's queue went on,
+	// and the failed ones started no turn (the model saw three requests).
+	e.llm.Script(llmtest.Text("pong"))
+	e.say("ping", "")
+	if got := e.waitTerminal(3); got[2] != "after:pong" {
+		t.Fatalf("terminal events %v", got)
+	}
+	if n := len(e.llm.Requests()); n != 3 {
+		t.Errorf("the model got %d requests, want 3 (the failed voice messages start no turn)", n)
+	}
+	if n := len(e.llm.AudioRequests()); n != 4 {
+		t.Errorf("the transcription endpoint got %d requests, want 4", n)
+	}
+}
+
+// With voice.reply when_spoken_to, the answer to a voice message is also
+// spoken: after the text reply the agent sends an m.audio voice message
+// in the thread whose bytes are the speech server's and whose body is the
+// reply; a text message earlier in the same thread got no spoken reply.
+func TestVoiceSpokenReply(t *testing.T) {
+	e := newVoiceEnv(t, "  transcription:\n    base_url: %[1]s\n  speech:\n    enabled: true\n    base_url: %[1]s\n    voice: nova\n  reply: when_spoken_to\n")
+	e.llm.Script(llmtest.Text("Hello."), llmtest.Text("It is noon."))
+	q := e.say("hi", "")
+	if got := e.waitTerminal(1); got[0] != "after:Hello." {
+		t.Fatalf("terminal events %v", got)
+	}
+	spoken := llmtest.SilenceWAV()
+	e.llm.ScriptTranscriptions(llmtest.Transcription{Text: "What time is it?"})
+	e.llm.ScriptSpeech(llmtest.Speech{Audio: spoken, ContentType: "audio/wav"})
+	e.sendVoice(fakeOgg, q)
+	agent := e.userID("helper")
+	audio := e.threadEvent(q, agent, "the spoken reply in the thread", func(m *event.MessageEventContent) bool {
+		return m.MsgType == event.MsgAudio
+	})
+	m := audio.Content.AsMessage()
+	if m.Body != "It is noon." || m.MSC3245Voice == nil || m.Info == nil || m.Info.MimeType != "audio/wav" || m.Info.Duration != 200 {
+		t.Errorf("spoken reply content = %+v, want a voice message with the reply as its body", m)
+	}
+	uri, err := m.URL.Parse()
+	if err != nil {
+		t.Fatalf("spoken reply url %q: %v", m.URL, err)
+	}
+	data, err := e.person.Client.DownloadBytes(context.Background(), uri)
+	if err != nil || !bytes.Equal(data, spoken) {
+		t.Fatalf("downloaded %d bytes (%v), want the %d the speech server made", len(data), err, len(spoken))
+	}
+	var speech []llmtest.AudioRequest
+	for _, r := range e.llm.AudioRequests() {
+		if strings.HasSuffix(r.Path, "/audio/speech") {
+			speech = append(speech, r)
+		}
+	}
+	if len(speech) != 1 || speech[0].Input != "It is noon." || speech[0].Voice != "nova" || speech[0].ResponseFormat != "opus" {
+		t.Errorf("speech requests = %+v, want one for the voice message's answer", speech)
+	}
+}
+
+// In an encrypted room the spoken reply is an encrypted attachment: the
+// person's independent client (nio) decrypts the event and the file, and
+// gets the speech server's bytes.
+func TestVoiceSpokenReplyEncrypted(t *testing.T) {
+	e := newEnv(t)
+	llm := llmtest.NewServer(t)
+	alice := e.hs.RegisterUser(t, "alice")
+	voiceYAML := fmt.Sprintf("voice:\n  speech:\n    enabled: true\n    base_url: %s\n  reply: always\n", llm.URL)
+	cfg := e.config(e.secretRoomSetup(llm, alice).body(e) + voiceYAML)
+	var rec events
+	r := e.start(cfg, &rec, Options{PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond})
+	room := r.bot.w().rooms["secret"]
+	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
+	agent := e.userID("helper")
+
+	spoken := append(llmtest.SilenceWAV(), []byte("tail")...)
+	llm.Script(llmtest.Text("Spoken and written."))
+	llm.ScriptSpeech(llmtest.Speech{Audio: spoken, ContentType: "audio/wav"})
+	q := phone.SendText(t, room, "@"+e.localpart("helper")+" say something")
+	text := phone.WaitMessage(t, room, hstest.Match{Sender: agent, Contains: "Spoken and written.", ThreadRoot: q})
+	got := phone.WaitMessage(t, room, hstest.Match{Sender: agent, ThreadRoot: q, After: text.EventID})
+	if got.MsgType != string(event.MsgAudio) || !got.Encrypted || got.Undecryptable || !got.MediaEncrypted || got.Body != "Spoken and written." {
+		t.Fatalf("spoken reply = %+v, want an encrypted m.audio with an encrypted file", got)
+	}
+	data, mimeType := phone.Download(t, room, got.EventID)
+	if !bytes.Equal(data, spoken) || mimeType != "audio/wav" {
+		t.Fatalf("decrypted %d bytes of %s, want the %d bytes the speech server made", len(data), mimeType, len(spoken))
+	}
+}
