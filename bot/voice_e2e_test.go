@@ -232,3 +232,39 @@ func TestVoiceSpokenReplyEncrypted(t *testing.T) {
 		t.Fatalf("decrypted %d bytes of %s, want the %d bytes the speech server made", len(data), mimeType, len(spoken))
 	}
 }
+
+// hookroom stops while a voice message is being transcribed: the message
+// stays unhandled, and the next start transcribes it again and edits the
+// placeholder the first run posted (no second one), then answers once.
+func TestVoiceReplayPostsOnce(t *testing.T) {
+	e := newVoiceEnv(t, "  transcription:\n    base_url: %[1]s\n")
+	e.llm.ScriptTranscriptions(llmtest.Transcription{Text: "first run", Delay: time.Minute})
+	q := e.sendVoice(fakeOgg, "")
+	e.voiceNotice(q, voiceWorking)
+	testkit.Eventually(t, 30*time.Second, "the transcription request", func() bool { return len(e.llm.AudioRequests()) == 1 })
+	e.restart(func() {
+		e.llm.ScriptTranscriptions(llmtest.Transcription{Text: "second run"})
+		e.llm.Script(llmtest.Text("Answered once."))
+	})
+	if got := e.waitTerminal(1); got[0] != "after:Answered once." {
+		t.Fatalf("terminal events %v", got)
+	}
+	e.voiceNotice(q, "🎤 second run")
+	rels, err := e.person.Client.GetRelations(context.Background(), e.room, q, &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionForward, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notices := 0
+	for _, ev := range rels.Chunk {
+		_ = ev.Content.ParseRaw(ev.Type)
+		if m := ev.Content.AsMessage(); ev.Sender == e.userID("router") && m != nil && strings.HasPrefix(m.Body, "🎤") {
+			notices++
+		}
+	}
+	if notices != 1 {
+		t.Errorf("%d voice notices in the thread, want the first run's placeholder only", notices)
+	}
+	if n := len(e.llm.AudioRequests()); n != 2 {
+		t.Errorf("%d transcription requests, want 2 (one per run)", n)
+	}
+}
