@@ -2,6 +2,8 @@ package bot
 
 import (
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
@@ -37,7 +39,9 @@ func (w *world) delegation() team.Delegation {
 func checkTeams(cfg *config.Config) config.ErrorList {
 	known := make([]hooks.AgentName, 0, len(cfg.Agents))
 	for _, name := range cfg.AgentNames() {
-		known = append(known, hooks.AgentName(name))
+		if !cfg.Agents[name].IsTeam() {
+			known = append(known, hooks.AgentName(name))
+		}
 	}
 	var errs config.ErrorList
 	add := func(err error) {
@@ -55,6 +59,13 @@ func checkTeams(cfg *config.Config) config.ErrorList {
 		d.Rules = append(d.Rules, team.Rule{From: r.From, To: r.To})
 	}
 	add(d.Validate(known))
+	var defs []team.Definition
+	for _, name := range slices.Sorted(maps.Keys(cfg.Teams)) {
+		defs = append(defs, teamDefinition(name, cfg.Teams[name]))
+	}
+	if len(defs) > 0 {
+		add(team.Validate(defs, known))
+	}
 	for _, name := range cfg.AgentNames() {
 		if list := cfg.Agents[name].Delegate; len(list) > 0 {
 			add(team.ValidateList(config.JoinKey(config.JoinKey("agents", name), "delegate"), list, known))
@@ -85,7 +96,7 @@ func (w *world) mayDelegate(d team.Delegation, agent hooks.AgentName) bool {
 // its model, its persona as the system prompt and its tools.
 func (b *Bot) member(w *world, agent hooks.AgentName) (team.Member, bool) {
 	a, ok := w.cfg.Agents[string(agent)]
-	if !ok {
+	if !ok || a.IsTeam() {
 		return team.Member{}, false
 	}
 	m := w.modelOption(a.Model)
@@ -127,6 +138,11 @@ func (b *Bot) adHocTeam(w *world, env hooks.Envelope) (*turn.TeamSpec, bool) {
 	if mode == config.AdHocOff || len(env.MentionedAgents) < 2 {
 		return nil, false
 	}
+	for _, name := range env.MentionedAgents {
+		if w.cfg.Agents[string(name)].IsTeam() {
+			return nil, false // a team among them answers as routed
+		}
+	}
 	def, ok := team.AdHoc(env.MentionedAgents, team.Mode(mode))
 	if !ok {
 		return nil, false
@@ -143,6 +159,54 @@ func (b *Bot) adHocTeam(w *world, env hooks.Envelope) (*turn.TeamSpec, bool) {
 		ts.Members[name] = m
 		ts.Display[name] = w.displayName(name)
 		ts.Roles[name] = w.cfg.Agents[string(name)].Role
+	}
+	return ts, true
+}
+
+// teamDefinition is config.yaml's team name as package team reads it.
+func teamDefinition(name string, t config.Team) team.Definition {
+	d := team.Definition{
+		Name: hooks.AgentName(name), DisplayName: t.DisplayName, Username: t.Username, Role: t.Role,
+		Mode: team.Mode(t.Mode), Leader: hooks.AgentName(t.Leader), Model: t.Model, Instructions: t.Instructions,
+		Rooms: t.Rooms, Show: team.Show(t.Show), MaxDepth: t.MaxDepth,
+	}
+	for _, m := range t.Members {
+		d.Members = append(d.Members, hooks.AgentName(m))
+	}
+	return d
+}
+
+// configuredTeam is the team turn of the configured team agent, when
+// agent is a team: its members, and its own leader model when no member
+// leads.
+func (b *Bot) configuredTeam(w *world, agent hooks.AgentName) (*turn.TeamSpec, bool) {
+	t, ok := w.cfg.Teams[string(agent)]
+	if !ok {
+		return nil, false
+	}
+	def := teamDefinition(string(agent), t)
+	ts := &turn.TeamSpec{
+		Definition: def, Members: map[hooks.AgentName]team.Member{},
+		Display: map[hooks.AgentName]string{}, Roles: map[hooks.AgentName]string{}, Store: b.teams,
+	}
+	for _, name := range def.Members {
+		m, ok := b.member(w, name)
+		if !ok {
+			return nil, false
+		}
+		ts.Members[name] = m
+		ts.Display[name] = w.displayName(name)
+		ts.Roles[name] = w.cfg.Agents[string(name)].Role
+	}
+	if def.Leader == "" {
+		// The team's own model leads, with the team's persona (its entry
+		// under agents, which ApplyDefaults made).
+		a := w.cfg.Agents[string(agent)]
+		m := w.modelOption(a.Model)
+		ts.Leader = &team.Member{
+			Model: m.Model, ProviderModel: m.ProviderModel,
+			System: turn.Persona{DisplayName: a.DisplayName, Role: a.Role}.System(agent),
+		}
 	}
 	return ts, true
 }

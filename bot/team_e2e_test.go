@@ -148,3 +148,31 @@ func TestTeamStop(t *testing.T) {
 		}
 	}
 }
+
+// A team configured in config.yaml has its own account and answers when
+// mentioned, from its members' answers (mode collaborate, folded).
+func TestConfiguredTeam(t *testing.T) {
+	var e *turnEnv
+	e = newTurnEnvWith(t, func(env *turnEnv) {
+		env.cfg += fmt.Sprintf("teams:\n  crew:\n    username: %s\n    display_name: Crew\n    members: [alpha, beta]\n    mode: collaborate\n    leader: alpha\n    rooms: [main]\n", env.localpart("crew"))
+	}, "", []string{"alpha", "beta"}, "")
+	e.llm.On(llmtest.LastUserContains("Write the team's reply now."), llmtest.Text("The crew agrees: tea."))
+	e.llm.On(llmtest.SystemContains("You are alpha,"), llmtest.Text("Alpha: tea."))
+	e.llm.On(llmtest.SystemContains("You are beta,"), llmtest.Text("Beta: tea as well."))
+	e.say("@"+e.localpart("crew")+" tea or coffee?", "")
+	got := e.waitTerminal(1)
+	reply := strings.TrimPrefix(got[0], "after:")
+	for _, want := range []string{"Alpha: tea.", "Beta: tea as well.", "The crew agrees: tea."} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("the team's reply lacks %q:\n%s", want, reply)
+		}
+	}
+	r := e.results[0]
+	if tm := r.Envelope.Team; tm == nil || tm.Name != "crew" || tm.AdHoc {
+		t.Errorf("envelope team %+v, want the configured team crew", tm)
+	}
+	_, _, ev := e.visibleText(r.EventID)
+	if ev.Sender != e.userID("crew") {
+		t.Errorf("the reply is from %s, want the team's own account", ev.Sender)
+	}
+}

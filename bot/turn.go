@@ -101,7 +101,10 @@ func (b *Bot) newTurn(ctx context.Context, w *world, ev *event.Event, env hooks.
 			s.Source = hooks.ModelFromRoom
 		}
 	}
-	if ts, ok := b.adHocTeam(w, env); ok {
+	if ts, ok := b.configuredTeam(w, agent); ok {
+		ts.Observer = turn.SubagentObserver(reg)
+		s.Team = ts
+	} else if ts, ok := b.adHocTeam(w, env); ok {
 		ts.Observer = turn.SubagentObserver(reg)
 		s.Team = ts
 	}

@@ -35,6 +35,10 @@ type Config struct {
 	Authorization Authorization `yaml:"authorization"`
 	// RateLimits bound the messages people send to agents.
 	RateLimits RateLimits `yaml:"rate_limits"`
+	// Teams are agents that answer together: each has its own account,
+	// name and rooms like an agent; its members answer and its leader
+	// writes the reply. ApplyDefaults adds an entry under Agents for each.
+	Teams map[string]Team `yaml:"teams"`
 	// Delegation says which agents may ask which through delegate_to, and
 	// how deep such chains go.
 	Delegation Delegation `yaml:"delegation"`
@@ -319,7 +323,15 @@ type Agent struct {
 	// Delegate lists the agents this agent may ask through the
 	// delegate_to tool (agent names or "*"), besides delegation.rules.
 	Delegate []string `yaml:"delegate"`
+
+	// team is set for the entry ApplyDefaults makes for a team of teams:
+	// a team answers like an agent (its own account, rooms, mentions), its
+	// members and leader write the answer.
+	team bool
 }
+
+// IsTeam reports whether the agent is a team (config.yaml's teams:).
+func (a Agent) IsTeam() bool { return a.team }
 
 // DailyTokens returns the agent's daily token budget: DailyTokenBudget, or
 // else u's daily_tokens_per_agent (0: unlimited).

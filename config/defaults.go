@@ -90,6 +90,7 @@ func (c *Config) ApplyDefaults() {
 		c.Models[name] = m
 	}
 	defaultModel := c.defaultModel()
+	c.applyTeams()
 	for name, a := range c.Agents {
 		if a.Username == "" && a.Account.UserID != "" {
 			a.Username = a.Account.UserID.Localpart()

@@ -314,9 +314,17 @@ func (v *validator) roomRef(ref string) bool {
 func (v *validator) agents() {
 	c := v.c
 	usernames := map[string]string{c.Matrix.Router.Username: "matrix.router.username"}
+	for _, name := range sortedKeys(c.Teams) {
+		if a, ok := c.Agents[name]; ok && !a.team {
+			v.errorf(JoinKey("teams", name), "team name %q is also an agent's name: teams and agents share one namespace", name)
+		}
+	}
 	for _, name := range sortedKeys(c.Agents) {
 		a := c.Agents[name]
 		p := JoinKey("agents", name)
+		if a.team {
+			p = JoinKey("teams", name)
+		}
 		badName := true
 		switch {
 		case !nameRE.MatchString(name):
