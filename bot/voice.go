@@ -86,7 +86,7 @@ func maxVoiceBytes(c config.Voice) int64 {
 // replayed on the next start).
 func (b *Bot) transcribeVoice(ctx context.Context, w *world, ev *event.Event, msg *event.MessageEventContent) (_ *event.Event, _ *event.MessageEventContent, voiced, handled bool) {
 	cfg := w.cfg.Voice
-	if !cfg.TranscriptionEnabled() || voice.Classify(msg) == voice.NotAudio {
+	if !cfg.TranscriptionEnabled() || voice.Classify(msg) == voice.NotAudio || !b.someAgentAdmits(ctx, w, ev) {
 		return ev, msg, false, false
 	}
 	log := zerolog.Ctx(ctx)
@@ -138,6 +138,23 @@ func (b *Bot) transcribeVoice(ctx context.Context, w *world, ev *event.Event, ms
 	log.Info().Int("chars", len(transcript)).Msg("voice message transcribed")
 	tev, tmsg := transcribedEvent(ev, msg, transcript)
 	return tev, tmsg, true, false
+}
+
+// someAgentAdmits reports whether the authorization policy lets one of
+// the room's agents answer ev's sender, so that nobody the policy refuses
+// (a stranger in a direct message awaiting pairing) has hookroom pay for a
+// transcription. Such a message goes on untranscribed, and admit refuses
+// it (or offers pairing) as for any other message.
+func (b *Bot) someAgentAdmits(ctx context.Context, w *world, ev *event.Event) bool {
+	if w.policy == nil { // a world built by hand (tests)
+		return true
+	}
+	for _, agent := range b.agentsOf(w, ev.RoomID) {
+		if b.decide(ctx, w, ev, agent).Allow {
+			return true
+		}
+	}
+	return false
 }
 
 // transcribe downloads the audio of msg and returns its transcript, or
