@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/matrixio/hstest"
@@ -266,5 +268,45 @@ func TestVoiceReplayPostsOnce(t *testing.T) {
 	}
 	if n := len(e.llm.AudioRequests()); n != 2 {
 		t.Errorf("%d transcription requests, want 2 (one per run)", n)
+	}
+}
+
+// voiceOptions carries every key of config.yaml's voice section over to
+// the voice package, and a transcribed event keeps the message's id and
+// relations but no file (no Dendrite needed).
+func TestVoiceOptionsAndTranscribedEvent(t *testing.T) {
+	c := config.Voice{
+		Transcription: config.VoiceTranscription{BaseURL: "http://stt/v1", Model: "m1", Language: "de", APIKey: "k1", Timeout: config.Duration(time.Second)},
+		Speech:        config.VoiceSpeech{Enabled: true, BaseURL: "http://tts/v1", Model: "m2", Voice: "nova", Format: "wav", APIKey: "k2", Timeout: config.Duration(2 * time.Second)},
+		Reply:         config.VoiceReplyAlways, MaxAudioBytes: 5 * config.MiB,
+	}
+	want := voice.Options{
+		Transcription: voice.TranscriptionOptions{BaseURL: "http://stt/v1", Model: "m1", Language: "de", APIKey: "k1", Timeout: time.Second},
+		Speech:        voice.SpeechOptions{Enabled: true, BaseURL: "http://tts/v1", Model: "m2", Voice: "nova", Format: "wav", APIKey: "k2", Timeout: 2 * time.Second},
+		Reply:         voice.Always, MaxAudioBytes: 5 << 20,
+	}
+	if got := voiceOptions(c); !reflect.DeepEqual(got, want) {
+		t.Errorf("voiceOptions =\n%#v\nwant\n%#v", got, want)
+	}
+	if err := voiceOptions(c).Validate(); err != nil {
+		t.Errorf("a valid voice section converts to invalid options: %v", err)
+	}
+
+	rel := (&event.RelatesTo{}).SetThread("$root", "$last")
+	ev := &event.Event{ID: "$voice", Sender: "@alice:example.org", RoomID: "!room:example.org", Type: event.EventMessage}
+	msg := &event.MessageEventContent{MsgType: event.MsgAudio, Body: "Voice message.ogg", URL: "mxc://example.org/abc", RelatesTo: rel, MSC3245Voice: &event.MSC3245Voice{}}
+	tev, tmsg := transcribedEvent(ev, msg, "!help me")
+	if tev == ev || tev.ID != ev.ID || tev.Sender != ev.Sender || tev.RoomID != ev.RoomID {
+		t.Fatalf("transcribed event %+v, want a copy with the same id, sender and room", tev)
+	}
+	parsed := tev.Content.AsMessage()
+	if parsed != tmsg || tmsg.MsgType != event.MsgText || tmsg.Body != "!help me" || tmsg.URL != "" || threadRoot(tmsg) != "$root" {
+		t.Errorf("transcribed content %+v, want m.text with the transcript in the thread", tmsg)
+	}
+	if tev.Content.Raw["body"] != "!help me" || tev.Content.Raw["msgtype"] != "m.text" || malformedMessage(tev, tmsg) != "" {
+		t.Errorf("raw content %v does not match the parsed one", tev.Content.Raw)
+	}
+	if ev.Content.Parsed != nil || msg.MsgType != event.MsgAudio {
+		t.Error("transcribedEvent changed the original event")
 	}
 }
