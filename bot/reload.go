@@ -64,7 +64,7 @@ func (r ReloadReport) Summary() string {
 		set  bool
 		name string
 	}{
-		{c.Models, "models"}, {c.Router, "router"}, {c.RouterProfile, "router profile"}, {c.Authorization, "authorization"}, {c.RateLimits, "rate_limits"},
+		{c.Models, "models"}, {c.Router, "router"}, {c.RouterProfile, "router profile"}, {c.Authorization, "authorization"}, {c.RateLimits, "rate_limits"}, {c.Voice, "voice"},
 		{c.Defaults, "defaults"}, {c.Hooks, "hooks"}, {c.Attachments, "attachments"},
 		{c.Usage, "usage"}, {c.Schedules, "schedules"}, {c.ToolApproval, "tool_approval"},
 		{c.Traces, "traces"},

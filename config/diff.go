@@ -38,6 +38,8 @@ type Changes struct {
 	// RateLimits when rate_limits did.
 	Authorization bool
 	RateLimits    bool
+	// Voice is set when voice: changed.
+	Voice bool
 	// Router is set when router (the router's model) changed.
 	Router bool
 	// Defaults is set when anything under defaults changed.
@@ -93,6 +95,7 @@ func Diff(old, new *Config) Changes {
 	ch.Matrix = !reflect.DeepEqual(om, nm)
 	ch.Authorization = !reflect.DeepEqual(old.Authorization, new.Authorization)
 	ch.RateLimits = !reflect.DeepEqual(old.RateLimits, new.RateLimits)
+	ch.Voice = !reflect.DeepEqual(old.Voice, new.Voice)
 	ch.Router = old.Router != new.Router
 	ch.Defaults = old.Defaults.StreamingEnabled() != new.Defaults.StreamingEnabled() ||
 		old.Defaults.ThreadMode != new.Defaults.ThreadMode
@@ -200,7 +203,7 @@ func (ch Changes) String() string {
 		name string
 	}{
 		{ch.PluginOrder, "plugin order"}, {ch.Matrix, "matrix"}, {ch.RouterProfile, "router profile"}, {ch.Models, "models"},
-		{ch.Authorization, "authorization"}, {ch.RateLimits, "rate_limits"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
+		{ch.Authorization, "authorization"}, {ch.RateLimits, "rate_limits"}, {ch.Voice, "voice"}, {ch.Router, "router"}, {ch.Defaults, "defaults"},
 		{ch.Hooks, "hooks"}, {ch.Storage, "storage"}, {ch.Log, "log"}, {ch.Attachments, "attachments"},
 		{ch.Usage, "usage"}, {ch.Schedules, "schedules"},
 		{ch.HTTPListen, "http.listen"}, {ch.AdminToken, "http.admin_token"}, {ch.ToolApproval, "tool_approval"},
