@@ -123,6 +123,14 @@ func (m *Manager) setupBackup(ctx context.Context, mach *crypto.OlmMachine, cli 
 		return nil, err
 	}
 	kb := &keyBackup{mach: mach, store: store, upload: !enc.RestoreOnly}
+	if kb.upload {
+		err := m.retry.do(ctx, "store cross-signing keys", retryTransient, func(ctx context.Context) error {
+			return storeCrossSigningInSSSS(ctx, mach, sskey)
+		})
+		if err != nil {
+			log.Warn().Err(err).Msg("Failed to store the cross-signing keys in secret storage; after a lost database the account publishes new ones")
+		}
+	}
 	var info *mautrix.RespRoomKeysVersion[backup.MegolmAuthData]
 	err = m.retry.do(ctx, "read key backup", retryTransient, func(ctx context.Context) (err error) {
 		kb.key, err = backupKeyFromSSSS(ctx, mach, sskey)
@@ -502,4 +510,61 @@ func (a *Account) EncryptionStatus(ctx context.Context) (EncryptionStatus, error
 		st.Backup.Error = strings.TrimSpace(fmt.Sprintf("failed to read the key backup: %v", err))
 	}
 	return st, nil
+}
+
+// crossSigningFromSSSS returns the account's cross-signing keys from its
+// secret storage when they are there, the recovery key opens it and they
+// are the keys the homeserver publishes for the account; the account then
+// keeps its identity after a lost database (people's clients see no
+// change). Failures only mean new keys are made; they are logged at debug.
+func (m *Manager) crossSigningFromSSSS(ctx context.Context, mach *crypto.OlmMachine, cli *mautrix.Client) (crypto.CrossSigningSeeds, bool) {
+	log := zerolog.Ctx(ctx)
+	var seeds crypto.CrossSigningSeeds
+	var published id.Ed25519
+	err := m.retry.do(ctx, "read cross-signing keys from secret storage", retryTransient, func(ctx context.Context) error {
+		key, err := secretStorageKey(ctx, mach, m.cfg.Encryption.RecoveryKey, false)
+		if err != nil {
+			return err
+		}
+		if err := mach.FetchCrossSigningKeysFromSSSS(ctx, key); err != nil {
+			return err
+		}
+		resp, err := cli.QueryKeys(ctx, &mautrix.ReqQueryKeys{DeviceKeys: map[id.UserID]mautrix.DeviceIDList{cli.UserID: {}}})
+		if err != nil {
+			return err
+		}
+		if mk, ok := resp.MasterKeys[cli.UserID]; ok {
+			published = mk.FirstKey()
+		}
+		return nil
+	})
+	if err == nil && mach.CrossSigningKeys != nil {
+		seeds = mach.CrossSigningKeys.Seeds()
+		if published != "" && mach.CrossSigningKeys.MasterKey.PublicKey() == published {
+			return seeds, true
+		}
+		err = errors.New("the master key in secret storage is not the published one")
+	}
+	mach.CrossSigningKeys = nil
+	log.Debug().Err(err).Msg("No usable cross-signing keys in secret storage")
+	return seeds, false
+}
+
+// storeCrossSigningInSSSS puts the account's cross-signing keys into its
+// secret storage when they are not there yet, so a fresh database (or
+// Element with the recovery key) can use them.
+func storeCrossSigningInSSSS(ctx context.Context, mach *crypto.OlmMachine, key *ssss.Key) error {
+	xs := mach.CrossSigningKeys
+	if xs == nil {
+		return nil
+	}
+	stored, err := mach.SSSS.GetDecryptedAccountData(ctx, event.AccountDataCrossSigningMaster, key)
+	if err == nil && string(stored) == string(xs.MasterKey.Seed()) {
+		return nil
+	}
+	if err := mach.UploadCrossSigningKeysToSSSS(ctx, key, xs); err != nil {
+		return fmt.Errorf("failed to store the cross-signing keys in secret storage: %w", err)
+	}
+	zerolog.Ctx(ctx).Info().Msg("Stored the cross-signing keys in secret storage")
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -44,6 +45,7 @@ func TestKeyBackupRestoresAfterLostDatabase(t *testing.T) {
 	spec := matrixio.AccountSpec{UserID: user.UserID, Password: user.Password}
 	agent := ensure(t, newManager(t, withKey(recoveryKey), reopenDB(t, openDB(t))), spec)
 	firstDevice := agent.DeviceID()
+	identity := masterKey(t, agent)
 
 	room, err := sender.CreateRoom(ctx, matrixio.CreateRoomOptions{Encrypted: true, Invite: []id.UserID{agent.UserID()}})
 	if err != nil {
@@ -91,6 +93,11 @@ func TestKeyBackupRestoresAfterLostDatabase(t *testing.T) {
 		st, err := again.EncryptionStatus(ctx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The cross-signing keys came back from the secret storage: the
+		// account keeps its identity and signs the new device with it.
+		if got := masterKey(t, again); got != identity || !st.CrossSigned {
+			t.Errorf("after restoring: master key %s (was %s), cross-signed %v; want the same identity signing the new device", got, identity, st.CrossSigned)
 		}
 		if !st.Backup.Enabled || st.Backup.Version == "" || st.Backup.Restored < 1 || st.Backup.Error != "" {
 			t.Errorf("status after restoring = %+v", st.Backup)
@@ -152,6 +159,21 @@ func TestKeyBackupRestoresAfterLostDatabase(t *testing.T) {
 			t.Errorf("with a wrong recovery key the backup is %+v, want off with the mismatch", st.Backup)
 		}
 	})
+}
+
+// masterKey is the cross-signing master key the homeserver publishes for
+// acct's user.
+func masterKey(t *testing.T, acct *matrixio.Account) id.Ed25519 {
+	t.Helper()
+	resp, err := acct.Client().QueryKeys(t.Context(), &mautrix.ReqQueryKeys{DeviceKeys: map[id.UserID]mautrix.DeviceIDList{acct.UserID(): {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := resp.MasterKeys[acct.UserID()]
+	if mk.FirstKey() == "" {
+		t.Fatalf("%s publishes no master key", acct.UserID())
+	}
+	return mk.FirstKey()
 }
 
 func errString(err error) string {

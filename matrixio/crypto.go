@@ -234,6 +234,16 @@ func (m *Manager) ensureCrossSigning(ctx context.Context, mach *crypto.OlmMachin
 	if err != nil {
 		return err
 	}
+	if rec == nil && m.cfg.Encryption.RecoveryKey != "" {
+		// A fresh database: the keys may be in the secret storage.
+		if seeds, ok := m.crossSigningFromSSSS(ctx, mach, cli); ok {
+			rec = &crossSigning{Seeds: seeds}
+			if err := m.store.saveCrossSigning(ctx, cli.UserID, rec); err != nil {
+				return err
+			}
+			zerolog.Ctx(ctx).Info().Msg("Restored the cross-signing keys from secret storage")
+		}
+	}
 	if rec != nil {
 		if err := mach.ImportCrossSigningKeys(rec.Seeds); err != nil {
 			return fmt.Errorf("failed to load stored cross-signing keys: %w", err)
