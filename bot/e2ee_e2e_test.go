@@ -1,0 +1,169 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"maunium.net/go/mautrix/event"
+
+	"github.com/hookroom/hookroom/agents/llmtest"
+	"github.com/hookroom/hookroom/config"
+	"github.com/hookroom/hookroom/internal/testkit"
+	"github.com/hookroom/hookroom/matrixio"
+	"github.com/hookroom/hookroom/matrixio/hstest"
+)
+
+// Key backup end to end: hookroom with a recovery key answers alice (nio)
+// in an encrypted room and backs up the room keys (!e2ee shows nothing
+// pending); its database is deleted; restarted with the recovery key it
+// restores the keys (!e2ee: restored at start), reads the thread started
+// before the loss decrypted, and answers alice's follow-up in it;
+// restarted on a fresh database without the key, the thread stays
+// encrypted and !e2ee says there is no backup.
+func TestKeyBackupSurvivesLostDatabase(t *testing.T) {
+	e := newEnv(t)
+	llm := llmtest.NewServer(t)
+	alice := e.hs.RegisterUser(t, "alice")
+	// Accounts hookroom created itself cannot log in again once their
+	// stored passwords are gone with the database: configured ones can.
+	router := e.hs.RegisterUser(t, "router")
+	helper := e.hs.RegisterUser(t, "helper")
+	recoveryKey, err := matrixio.NewRecoveryKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFor := func(key string) *config.Config {
+		enc := ""
+		if key != "" {
+			enc = fmt.Sprintf("  encryption:\n    recovery_key: %s\n", key)
+		}
+		text := fmt.Sprintf(`data_dir: ./data
+log:
+  level: debug
+matrix:
+  homeserver: %s
+  server_name: %s
+  router:
+    username: %s
+    account: {user_id: %q, password: %q}
+%smodels:
+  agent:
+    provider: openai
+    base_url: %s
+    model: m
+rooms:
+  secret:
+    alias: %s
+    invite: [%q]
+authorization:
+  global_users: [%q]
+agents:
+  helper:
+    username: %s
+    account: {user_id: %q, password: %q}
+    rooms: [secret]
+`, e.hs.URL, e.hs.ServerName, router.UserID.Localpart(), router.UserID, router.Password, enc, llm.URL,
+			e.localpart("secret"), alice.UserID, alice.UserID, helper.UserID.Localpart(), helper.UserID, helper.Password)
+		path := filepath.Join(e.dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(context.Background(), path, e.configOptions()...)
+		if err != nil {
+			t.Fatalf("config: %v", err)
+		}
+		return cfg
+	}
+	wipe := func() {
+		if err := os.RemoveAll(filepath.Join(e.dir, "data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e2ee := func(r *running) string {
+		return r.bot.e2eeCommand(context.Background(), r.bot.w(), nil, true)
+	}
+	ctx := context.Background()
+	var rec events
+	cfg := cfgFor(recoveryKey)
+	r := e.start(cfg, &rec, Options{})
+	if r.bot.mx.Config().Encryption.RecoveryKey == "" {
+		t.Fatal("matrixConfig does not pass matrix.encryption.recovery_key on: set Encryption: matrixEncryption(cfg.Matrix.Encryption)")
+	}
+	room := r.bot.w().rooms["secret"]
+	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
+
+	llm.Script(llmtest.Text("The plan is to ship on Friday."))
+	q := phone.SendText(t, room, "@"+helper.UserID.Localpart()+" what is the plan?")
+	phone.WaitMessage(t, room, hstest.Match{Sender: helper.UserID, Contains: "ship on Friday", ThreadRoot: q})
+	pending := regexp.MustCompile(`[1-9][0-9]* not backed up yet`)
+	var report string
+	testkit.Until(t, 30*time.Second, func() (bool, string) {
+		report = e2ee(r)
+		return strings.Count(report, ", 0 not backed up yet") == 2 && !pending.MatchString(report), report
+	})
+	if !strings.Contains(report, "- "+string(helper.UserID)+" — device `") || !strings.Contains(report, "cross-signed, key backup ") {
+		t.Errorf("!e2ee before the loss:\n%s", report)
+	}
+	oldDevice := r.bot.w().agents["helper"].DeviceID()
+	r.stop(t)
+	wipe()
+
+	// The database is gone; the recovery key brings the keys back.
+	r = e.start(cfg, &rec, Options{})
+	agent := r.bot.w().agents["helper"]
+	if agent.DeviceID() == oldDevice {
+		t.Fatalf("the agent kept device %s without its database", oldDevice)
+	}
+	if report = e2ee(r); !strings.Contains(report, "restored at start") {
+		t.Errorf("!e2ee after restoring:\n%s", report)
+	}
+	thread, err := agent.ThreadEvents(ctx, room, q, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := threadBodies(thread)
+	if !strings.Contains(bodies, "what is the plan?") || !strings.Contains(bodies, "ship on Friday") || strings.Contains(bodies, "<encrypted>") {
+		t.Errorf("the thread before the loss reads back as %q, want both messages decrypted", bodies)
+	}
+	phone.WaitDevice(t, helper.UserID, agent.DeviceID())
+	llm.Script(llmtest.Text("Friday still holds."))
+	phone.Send(t, room, hstest.Outgoing{Body: "@" + helper.UserID.Localpart() + " still Friday?", ThreadRoot: q})
+	phone.WaitMessage(t, room, hstest.Match{Sender: helper.UserID, Contains: "Friday still holds.", ThreadRoot: q})
+	r.stop(t)
+	wipe()
+
+	// Without the key, the earlier messages stay unreadable.
+	r = e.start(cfgFor(""), &rec, Options{})
+	agent = r.bot.w().agents["helper"]
+	thread, err = agent.ThreadEvents(ctx, room, q, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bodies := threadBodies(thread); strings.Contains(bodies, "what is the plan?") || !strings.Contains(bodies, "<encrypted>") {
+		t.Errorf("without the recovery key the thread reads as %q, want it encrypted", bodies)
+	}
+	if report = e2ee(r); !strings.Contains(report, "no key backup (no recovery key)") {
+		t.Errorf("!e2ee without a recovery key:\n%s", report)
+	}
+}
+
+// threadBodies joins the texts of events with "|", "<encrypted>" for those
+// still encrypted.
+func threadBodies(events []*event.Event) string {
+	var out []string
+	for _, ev := range events {
+		switch ev.Type {
+		case event.EventEncrypted:
+			out = append(out, "<encrypted>")
+		case event.EventMessage:
+			out = append(out, ev.Content.AsMessage().Body)
+		}
+	}
+	return strings.Join(out, "|")
+}
