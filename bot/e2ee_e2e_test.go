@@ -131,10 +131,15 @@ agents:
 	if !strings.Contains(bodies, "what is the plan?") || !strings.Contains(bodies, "ship on Friday") || strings.Contains(bodies, "<encrypted>") {
 		t.Errorf("the thread before the loss reads back as %q, want both messages decrypted", bodies)
 	}
+	// The follow-up in the old thread is answered with the thread's
+	// earlier messages, read back from the room, in the model request.
 	phone.WaitDevice(t, helper.UserID, agent.DeviceID())
 	llm.Script(llmtest.Text("Friday still holds."))
 	phone.Send(t, room, hstest.Outgoing{Body: "@" + helper.UserID.Localpart() + " still Friday?", ThreadRoot: q})
 	phone.WaitMessage(t, room, hstest.Match{Sender: helper.UserID, Contains: "Friday still holds.", ThreadRoot: q})
+	if sent := requestText(t, llm); !strings.Contains(sent, "what is the plan?") || !strings.Contains(sent, "ship on Friday") || !strings.Contains(sent, "still Friday?") {
+		t.Errorf("after restoring, the model request lacks the thread's earlier messages:\n%s", sent)
+	}
 	r.stop(t)
 	wipe()
 
@@ -151,6 +156,26 @@ agents:
 	if report = e2ee(r); !strings.Contains(report, "no key backup (no recovery key)") {
 		t.Errorf("!e2ee without a recovery key:\n%s", report)
 	}
+	// A follow-up in the old thread: the agent says it cannot read the
+	// earlier messages, then answers this one alone.
+	phone.WaitDevice(t, helper.UserID, agent.DeviceID())
+	llm.Script(llmtest.Text("Only this message reached me."))
+	f := phone.Send(t, room, hstest.Outgoing{Body: "@" + helper.UserID.Localpart() + " and now?", ThreadRoot: q})
+	phone.WaitMessage(t, room, hstest.Match{Sender: helper.UserID, Contains: "can't read the earlier messages of this thread", ThreadRoot: q, After: f})
+	phone.WaitMessage(t, room, hstest.Match{Sender: helper.UserID, Contains: "Only this message reached me.", ThreadRoot: q})
+	if sent := requestText(t, llm); strings.Contains(sent, "what is the plan?") || !strings.Contains(sent, "and now?") {
+		t.Errorf("without the recovery key, the model request is:\n%s", sent)
+	}
+}
+
+// requestText is every message of the last request the model received.
+func requestText(t *testing.T, llm *llmtest.Server) string {
+	t.Helper()
+	var b strings.Builder
+	for _, m := range llm.LastRequest(t).Body.Messages {
+		b.WriteString(string(m.Role) + ": " + string(m.Content) + "\n")
+	}
+	return b.String()
 }
 
 // threadBodies joins the texts of events with "|", "<encrypted>" for those

@@ -51,14 +51,53 @@ func (a *Account) ThreadEvents(ctx context.Context, room id.RoomID, root id.Even
 	}
 	slices.Reverse(thread)
 	events := append([]*event.Event{rootEvt}, thread...)
+	a.prepareRead(ctx, room, events)
+	for i, evt := range events {
+		if evt.Type == event.EventMessage {
+			events[i] = a.withLatestEdit(ctx, room, evt)
+		}
+	}
+	return events, nil
+}
+
+// prepareRead parses and, where the keys are at hand, decrypts events read
+// from room outside the sync.
+func (a *Account) prepareRead(ctx context.Context, room id.RoomID, events []*event.Event) {
 	for _, evt := range events {
 		evt.RoomID = room
-		if evt.Type == event.EventEncrypted {
-			_ = evt.Content.ParseRaw(evt.Type)
-		}
+		_ = evt.Content.ParseRaw(evt.Type) // unknown types stay raw
 	}
 	if helper := a.cryptoHelper(); helper != nil {
 		a.decryptEvents(ctx, helper, events)
 	}
-	return events, nil
+}
+
+// withLatestEdit returns evt with the text of its latest edit by its own
+// sender (streamed replies are a placeholder edited into the answer), or
+// evt itself when it has none or the edit cannot be read.
+func (a *Account) withLatestEdit(ctx context.Context, room id.RoomID, evt *event.Event) *event.Event {
+	var resp *mautrix.RespGetRelations
+	err := a.do(ctx, "edit relations", retryTransient, func(ctx context.Context) (err error) {
+		resp, err = a.cli().GetRelations(ctx, room, evt.ID, &mautrix.ReqGetRelations{
+			RelationType: event.RelReplace,
+			Dir:          mautrix.DirectionBackward,
+			Limit:        20,
+		})
+		return err
+	})
+	if err != nil {
+		return evt
+	}
+	a.prepareRead(ctx, room, resp.Chunk)
+	for _, edit := range resp.Chunk {
+		if edit.Sender != evt.Sender || edit.Type != event.EventMessage {
+			continue
+		}
+		if nc := edit.Content.AsMessage().NewContent; nc != nil {
+			out := *evt
+			out.Content = event.Content{Parsed: nc}
+			return &out
+		}
+	}
+	return evt
 }
