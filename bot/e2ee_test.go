@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/config"
 	"github.com/hookroom/hookroom/matrixio"
 )
@@ -63,5 +67,34 @@ func TestMatrixEncryption(t *testing.T) {
 	}
 	if matrixEncryption(config.Encryption{RecoveryKey: "EsSz"}).RestoreOnly {
 		t.Error("key_backup unset must upload")
+	}
+}
+
+func TestThreadMessages(t *testing.T) {
+	msg := func(id_ id.EventID, sender id.UserID, body string) *event.Event {
+		return &event.Event{ID: id_, Sender: sender, Type: event.EventMessage,
+			Content: event.Content{Parsed: &event.MessageEventContent{MsgType: event.MsgText, Body: body}}}
+	}
+	enc := &event.Event{ID: "$enc", Sender: "@alice:x", Type: event.EventEncrypted}
+	events := []*event.Event{
+		msg("$root", "@alice:x", "what is the plan?"),
+		enc,
+		msg("$answer", "@helper:x", "ship on Friday"),
+		{ID: "$state", Type: event.StateTopic},
+		msg("$now", "@alice:x", "still Friday?"),
+		msg("$later", "@alice:x", "after the current one"),
+	}
+	got, unreadable := threadMessages(events, "@helper:x", "$now")
+	want := []agents.Message{
+		{Role: agents.RoleUser, Content: "what is the plan?"},
+		{Role: agents.RoleAssistant, Content: "ship on Friday"},
+	}
+	if unreadable != 1 || len(got) != len(want) {
+		t.Fatalf("threadMessages = %+v, %d unreadable; want %+v, 1", got, unreadable, want)
+	}
+	for i := range want {
+		if got[i].Role != want[i].Role || got[i].Content != want[i].Content {
+			t.Errorf("message %d = %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }
