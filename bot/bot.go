@@ -300,10 +300,7 @@ func matrixConfig(cfg *config.Config) matrixio.Config {
 			AppServiceToken: cfg.Matrix.Registration.AppService.ASToken.Reveal(), // issue 22: appservice accounts
 		},
 		TimelineLimit: cfg.Matrix.SyncTimelineLimit,
-		Encryption: matrixio.Encryption{
-			ShareKeysWith: matrixio.DeviceTrust(cfg.Matrix.Encryption.ShareKeysWith),
-			KeyWait:       cfg.Matrix.Encryption.DecryptGrace(),
-		},
+		Encryption:    matrixEncryption(cfg.Matrix.Encryption),
 	}
 }
 

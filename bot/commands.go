@@ -45,6 +45,7 @@ Commands:
 - ` + "`!schedules`" + ` — this room's schedules; ` + "`!unschedule ID`" + ` cancels one (its creator or admins)
 - ` + "`!usage`" + ` — the tokens each agent used in this room today and this month, and yours today against your daily budget; ` + "`!usage all`" + ` for every room (admins)
 - ` + "`!hooks`" + ` — the hooks in service (admins)
+- ` + "`!e2ee`" + ` — each account's device, cross-signing and key backup, and undecryptable messages in the last hour (admins)
 - ` + "`!pair CODE`" + ` — let the person who got pairing code CODE talk to the agent in direct messages (admins); ` + "`!pairings`" + ` lists pairings and waiting codes, ` + "`!unpair AGENT @user`" + ` ends one
 - ` + "`!reload-plugins`" + ` — reload config.yaml and restart every plugin (admins)`
 
@@ -103,6 +104,8 @@ func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hoo
 			fmt.Fprintf(&s, "- `%s` %s/%s (priority %d, %s)\n", h.Event, h.Plugin, h.Hook, h.Priority, h.Timeout)
 		}
 		reply = cmp.Or(s.String(), "No hooks are registered.")
+	case "e2ee":
+		reply = b.e2eeCommand(ctx, w, ev, admin)
 	case "model":
 		reply = b.modelCommand(ctx, w, ev, env, cmd, admin)
 	case "pair", "pairings", "unpair":

@@ -48,7 +48,13 @@ func (b *Bot) startTurn(ctx context.Context, w *world, ev *event.Event, env hook
 	}
 	t := b.newTurn(ctx, w, ev, env, agent, acct, reg, replayed)
 	b.turnsByEvent.Queue(ev.ID, t.Scope())
-	b.turns.Run(ctx, t.Scope(), func(ctx context.Context) { t.Run(t.Logger().WithContext(ctx)) })
+	b.turns.Run(ctx, t.Scope(), func(ctx context.Context) {
+		ctx = t.Logger().WithContext(ctx)
+		// After a lost database, the thread's earlier messages are read back
+		// from the room (decrypted with the restored keys) into its history.
+		b.readThreadBack(ctx, w, ev, env, agent)
+		t.Run(ctx)
+	})
 }
 
 // newTurn prepares agent's answer to ev, with acct (the agent's account
