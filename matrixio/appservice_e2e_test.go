@@ -114,13 +114,13 @@ func TestAppServiceAccounts(t *testing.T) {
 	rec := newRecorder()
 	run(t, a, rec)
 	rec.waitFor(t, 30*time.Second, "initial sync", func(b []matrixio.SyncBatch) bool { return len(b) > 0 })
+	waitMember(t, r, room, a.UserID())
 	msg, err := r.SendText(ctx, room, "hello through the appservice", matrixio.SendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(t, 30*time.Second, "the router's message, decrypted", func(b []matrixio.SyncBatch) bool {
-		evs := timelineEvents(b, room, func(e *event.Event) bool { return e.ID == msg })
-		return len(evs) == 1 && evs[0].Type == event.EventMessage && evs[0].Mautrix.EventSource&event.SourceDecrypted != 0 &&
-			evs[0].Content.AsMessage().Body == "hello through the appservice"
-	})
+	got := decryptedEvent(t, m2, rec, room, msg)
+	if got.Type != event.EventMessage || got.Content.AsMessage().Body != "hello through the appservice" {
+		t.Fatalf("the router's message reads %s %+v", got.Type.Type, got.Content.Parsed)
+	}
 }

@@ -43,7 +43,8 @@ func TestKeyBackupRestoresAfterLostDatabase(t *testing.T) {
 	// service) logs the account in again.
 	user := srv.RegisterUser(t, unique(t, "agent"))
 	spec := matrixio.AccountSpec{UserID: user.UserID, Password: user.Password}
-	agent := ensure(t, newManager(t, withKey(recoveryKey), reopenDB(t, openDB(t))), spec)
+	agentMgr := newManager(t, withKey(recoveryKey), reopenDB(t, openDB(t)))
+	agent := ensure(t, agentMgr, spec)
 	firstDevice := agent.DeviceID()
 	identity := masterKey(t, agent)
 
@@ -57,6 +58,7 @@ func TestKeyBackupRestoresAfterLostDatabase(t *testing.T) {
 	rec := newRecorder()
 	stop := run(t, agent, rec)
 	rec.waitFor(t, 30*time.Second, "initial sync", func(b []matrixio.SyncBatch) bool { return len(b) > 0 })
+	waitMember(t, sender, room, agent.UserID())
 	root, err := sender.SendText(ctx, room, "the plan before the loss", matrixio.SendOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -65,11 +67,12 @@ func TestKeyBackupRestoresAfterLostDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(t, 30*time.Second, "both messages decrypted", func(b []matrixio.SyncBatch) bool {
-		return len(timelineEvents(b, room, func(e *event.Event) bool {
-			return (e.ID == root || e.ID == reply) && e.Type == event.EventMessage
-		})) == 2
-	})
+	// Both messages decrypt (their room key may come a sync after them).
+	for _, evID := range []id.EventID{root, reply} {
+		if got := decryptedEvent(t, agentMgr, rec, room, evID); got.Type != event.EventMessage {
+			t.Fatalf("message %s reads %s", evID, got.Type.Type)
+		}
+	}
 	// The sync loop backs the key up by itself after the response that
 	// brought it.
 	var st matrixio.EncryptionStatus

@@ -39,6 +39,7 @@ func TestEncryptedRoomRoundTrip(t *testing.T) {
 	if enc, err := receiver.IsEncrypted(ctx, room); err != nil || !enc {
 		t.Fatalf("IsEncrypted = %v, %v; want true", enc, err)
 	}
+	waitMember(t, sender, room, receiver.UserID())
 
 	msg, err := sender.SendText(ctx, room, "**secret** plan", matrixio.SendOptions{})
 	if err != nil {
@@ -84,7 +85,8 @@ func TestEncryptedRoomRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	device := receiver.DeviceID()
-	again := ensure(t, newManager(t, testConfig(srv), reopenDB(t, path)), matrixio.AccountSpec{Localpart: receiver.UserID().Localpart()})
+	againMgr := newManager(t, testConfig(srv), reopenDB(t, path))
+	again := ensure(t, againMgr, matrixio.AccountSpec{Localpart: receiver.UserID().Localpart()})
 	if again.DeviceID() != device {
 		t.Errorf("device after restart = %s, want %s", again.DeviceID(), device)
 	}
@@ -94,8 +96,7 @@ func TestEncryptedRoomRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec2.waitFor(t, 30*time.Second, "the message after the restart, decrypted", func(b []matrixio.SyncBatch) bool {
-		evs := timelineEvents(b, room, func(e *event.Event) bool { return e.ID == after })
-		return len(evs) == 1 && evs[0].Type == event.EventMessage && evs[0].Content.AsMessage().Body == "after the restart"
-	})
+	if got := decryptedEvent(t, againMgr, rec2, room, after); got.Type != event.EventMessage || got.Content.AsMessage().Body != "after the restart" {
+		t.Fatalf("the message after the restart reads %s %+v", got.Type.Type, got.Content.Parsed)
+	}
 }

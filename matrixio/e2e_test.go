@@ -1133,3 +1133,47 @@ func TestRevokedTokenRecovery(t *testing.T) {
 		return len(timelineEvents(b, roomID, func(e *event.Event) bool { return e.ID == msg })) == 1
 	})
 }
+
+// waitMember waits until acct's /members of room shows user joined. Dendrite
+// answers /members from its sync API, which learns of a join a moment after
+// the join request returns; an account that encrypts for the room before
+// then shares its room key with no device of user.
+func waitMember(t testing.TB, acct *matrixio.Account, room id.RoomID, user id.UserID) {
+	t.Helper()
+	testkit.Until(t, 30*time.Second, func() (bool, string) {
+		members, err := acct.Members(t.Context(), room)
+		if err != nil {
+			return false, fmt.Sprintf("members of %s: %v", room, err)
+		}
+		for _, m := range members {
+			if m.GetStateKey() == user.String() && m.Content.AsMember().Membership == event.MembershipJoin {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("waiting until %s shows %s joined to %s", acct.UserID(), user, room)
+	})
+}
+
+// decryptedEvent waits until evID shows in rec's batches of room and returns
+// it decrypted: as synced when its room key came first, else through
+// m.Decrypt, which waits for the key as hookroom's pipeline does (Dendrite
+// may deliver the to-device key a sync response after the message).
+func decryptedEvent(t testing.TB, m *matrixio.Manager, rec *recorder, room id.RoomID, evID id.EventID) *event.Event {
+	t.Helper()
+	var evt *event.Event
+	rec.waitFor(t, 30*time.Second, "event "+evID.String(), func(b []matrixio.SyncBatch) bool {
+		evs := timelineEvents(b, room, func(e *event.Event) bool { return e.ID == evID })
+		if len(evs) > 0 {
+			evt = evs[0]
+		}
+		return evt != nil
+	})
+	if evt.Type != event.EventEncrypted {
+		return evt
+	}
+	dec, err := m.Decrypt(t.Context(), evt)
+	if err != nil {
+		t.Fatalf("decrypt %s: %v", evID, err)
+	}
+	return dec
+}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -235,13 +236,14 @@ func TestDockerfileHealthcheckCommand(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(exe), &argv); err != nil || len(argv) < 2 || argv[0] != "python3" {
 		t.Fatalf("HEALTHCHECK CMD %s: want an exec-form python3 command (%v)", exe, err)
 	}
-	status := http.StatusOK
+	var status atomic.Int32 // written by the test, read by the server's handler
+	status.Store(http.StatusOK)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/healthz" {
 			http.NotFound(w, r)
 			return
 		}
-		w.WriteHeader(status)
+		w.WriteHeader(int(status.Load()))
 	}))
 	defer srv.Close()
 	check := func(url string) error {
@@ -252,7 +254,7 @@ func TestDockerfileHealthcheckCommand(t *testing.T) {
 	if err := check(srv.URL + "/healthz"); err != nil {
 		t.Errorf("healthy server: the healthcheck failed: %v", err)
 	}
-	status = http.StatusServiceUnavailable
+	status.Store(http.StatusServiceUnavailable)
 	if err := check(srv.URL + "/healthz"); err == nil {
 		t.Error("server answering 503: the healthcheck passed")
 	}
