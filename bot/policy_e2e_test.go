@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,8 +144,13 @@ rate_limits:
 		t.Fatal(err)
 	}
 	waitMessageFrom(t, dave, dm, helper, "Hello Dave, now we can talk.")
-	// bob's message never got an answer.
-	for _, r := range e.results {
+	// bob's message never got an answer (carol's and dave's turns are the
+	// only two that ended).
+	e.waitTerminal(2)
+	e.mu.Lock()
+	results := slices.Clone(e.results)
+	e.mu.Unlock()
+	for _, r := range results {
 		if r.Envelope.SenderID == bob.UserID {
 			t.Errorf("helper answered bob: %+v", r)
 		}

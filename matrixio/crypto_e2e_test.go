@@ -36,9 +36,11 @@ func TestEncryptedRoomRoundTrip(t *testing.T) {
 	rec := newRecorder()
 	stop := run(t, receiver, rec)
 	rec.waitFor(t, 30*time.Second, "initial sync", func(b []matrixio.SyncBatch) bool { return len(b) > 0 })
-	if enc, err := receiver.IsEncrypted(ctx, room); err != nil || !enc {
-		t.Fatalf("IsEncrypted = %v, %v; want true", enc, err)
-	}
+	// The room's encryption state may come a sync batch after the first.
+	testkit.Until(t, 30*time.Second, func() (bool, string) {
+		enc, err := receiver.IsEncrypted(ctx, room)
+		return err == nil && enc, fmt.Sprintf("IsEncrypted = %v, %v; want true", enc, err)
+	})
 	waitMember(t, sender, room, receiver.UserID())
 
 	msg, err := sender.SendText(ctx, room, "**secret** plan", matrixio.SendOptions{})
