@@ -20,6 +20,7 @@ import (
 	"github.com/hookroom/hookroom/hooks/hooktest"
 	"github.com/hookroom/hookroom/internal/dbtest"
 	"github.com/hookroom/hookroom/internal/pgtest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	kb "github.com/hookroom/hookroom/knowledge"
 	"github.com/hookroom/hookroom/plugins"
 )
@@ -108,16 +109,11 @@ func (l *loaded) search(agent hooks.AgentName, query string) (string, error) {
 	}})
 }
 
-// eventually polls cond until it holds or 10 s passed.
+// eventually waits until cond holds, at most 10 s (the project's wait
+// helper, testkit).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, what, cond)
 }
 
 // A file written into a base's folder after the plugin started is found by
