@@ -163,19 +163,7 @@ func (s *Server) handleTranscription(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reply, ok := recordAudio(s, req, &s.audio.transcriptions)
-	switch {
-	case req.Err != "":
-		writeError(w, http.StatusBadRequest, openAIError(http.StatusBadRequest, "llmtest: "+req.Err))
-		return
-	case !ok:
-		writeError(w, http.StatusInternalServerError, openAIError(http.StatusInternalServerError, "llmtest: no scripted transcription for this request"))
-		return
-	}
-	if !s.opts.instant && reply.Delay > 0 && !sleep(r.Context(), reply.Delay) {
-		return
-	}
-	if reply.Status >= 400 {
-		writeError(w, reply.Status, cmp.Or(reply.Body, openAIError(reply.Status, http.StatusText(reply.Status))))
+	if !s.audioPreamble(w, r, req, ok, "transcription", reply.Delay, reply.Status, reply.Body) {
 		return
 	}
 	if reply.Garbage != "" {
@@ -246,19 +234,7 @@ func (s *Server) handleSpeech(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Model, req.Input, req.Voice, req.ResponseFormat = body.Model, body.Input, body.Voice, body.ResponseFormat
 	reply, ok := recordAudio(s, req, &s.audio.speech)
-	switch {
-	case req.Err != "":
-		writeError(w, http.StatusBadRequest, openAIError(http.StatusBadRequest, "llmtest: "+req.Err))
-		return
-	case !ok:
-		writeError(w, http.StatusInternalServerError, openAIError(http.StatusInternalServerError, "llmtest: no scripted speech for this request"))
-		return
-	}
-	if !s.opts.instant && reply.Delay > 0 && !sleep(r.Context(), reply.Delay) {
-		return
-	}
-	if reply.Status >= 400 {
-		writeError(w, reply.Status, cmp.Or(reply.Body, openAIError(reply.Status, http.StatusText(reply.Status))))
+	if !s.audioPreamble(w, r, req, ok, "speech", reply.Delay, reply.Status, reply.Body) {
 		return
 	}
 	audio, ctype := reply.Audio, cmp.Or(reply.ContentType, "audio/wav")
@@ -315,4 +291,26 @@ func SilenceWAV() []byte {
 	le(uint32(len(pcm)))
 	b.Write(pcm)
 	return b.Bytes()
+}
+
+// audioPreamble answers what comes before a scripted audio reply's body: a
+// bad request, no scripted reply, the reply's delay, a scripted error
+// status. It reports whether the handler goes on to write the reply.
+func (s *Server) audioPreamble(w http.ResponseWriter, r *http.Request, req AudioRequest, scripted bool, what string, delay time.Duration, status int, body string) bool {
+	switch {
+	case req.Err != "":
+		writeError(w, http.StatusBadRequest, openAIError(http.StatusBadRequest, "llmtest: "+req.Err))
+		return false
+	case !scripted:
+		writeError(w, http.StatusInternalServerError, openAIError(http.StatusInternalServerError, "llmtest: no scripted "+what+" for this request"))
+		return false
+	}
+	if !s.opts.instant && delay > 0 && !sleep(r.Context(), delay) {
+		return false
+	}
+	if status >= 400 {
+		writeError(w, status, cmp.Or(body, openAIError(status, http.StatusText(status))))
+		return false
+	}
+	return true
 }

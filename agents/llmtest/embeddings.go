@@ -212,20 +212,8 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errorBody(http.StatusBadRequest, "llmtest: invalid embeddings request: "+req.DecodeErr.Error()))
 		return
 	}
-	if !s.opts.instant && reply.Delay > 0 && !sleep(r.Context(), reply.Delay) {
+	if !s.pace(w, r, reply) {
 		return
-	}
-	if reply.Hold != nil {
-		select {
-		case <-reply.Hold:
-		case <-r.Context().Done():
-			return
-		}
-	}
-	for k, vs := range reply.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
 	}
 	if reply.Status >= 400 {
 		body := cmp.Or(reply.Body, errorBody(reply.Status, cmp.Or(reply.ErrMessage, http.StatusText(reply.Status))))

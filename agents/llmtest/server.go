@@ -249,20 +249,8 @@ func (s *Server) handle(format Format) http.HandlerFunc {
 			writeError(w, http.StatusInternalServerError, errorBodyFor(format, http.StatusInternalServerError, "llmtest: no scripted reply for this request"))
 			return
 		}
-		if !s.opts.instant && reply.Delay > 0 && !sleep(r.Context(), reply.Delay) {
+		if !s.pace(w, r, reply) {
 			return
-		}
-		if reply.Hold != nil {
-			select {
-			case <-reply.Hold:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		for k, vs := range reply.Header {
-			for _, v := range vs {
-				w.Header().Add(k, v)
-			}
 		}
 		if reply.Status >= 400 {
 			body := reply.Body
@@ -476,4 +464,26 @@ func (s *Server) complete(w http.ResponseWriter, req *Request, reply Reply, id s
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
+}
+
+// pace holds a scripted reply back as it says (Delay, unless the server is
+// Instant; Hold) and writes its extra headers. It reports false when the
+// request ended meanwhile.
+func (s *Server) pace(w http.ResponseWriter, r *http.Request, reply Reply) bool {
+	if !s.opts.instant && reply.Delay > 0 && !sleep(r.Context(), reply.Delay) {
+		return false
+	}
+	if reply.Hold != nil {
+		select {
+		case <-reply.Hold:
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	for k, vs := range reply.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	return true
 }
