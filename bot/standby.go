@@ -230,12 +230,12 @@ func (g upgradeGate) PrepareUpgrade(current, compat, latest int) {
 	}
 }
 
-// watchLock checks every lockPingInterval, until ctx ends, that the
-// session holding d's lock is alive; when it is not, it logs and calls
-// stop with errLockLost: a standby may be taking over, and two active
-// processes would answer every message twice.
-func (d *Database) watchLock(ctx context.Context, stop context.CancelCauseFunc) {
-	tick := time.NewTicker(lockPingInterval)
+// watchLock checks every interval (lockPingInterval, read by the caller),
+// until ctx ends, that the session holding d's lock is alive; when it is
+// not, it logs and calls stop with errLockLost: a standby may be taking
+// over, and two active processes would answer every message twice.
+func (d *Database) watchLock(ctx context.Context, stop context.CancelCauseFunc, interval time.Duration) {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -274,7 +274,7 @@ func (b *Bot) takeOver(ctx context.Context) (context.Context, error) {
 		return ctx, nil
 	}
 	ctx, stop := context.WithCancelCause(ctx)
-	go b.db.watchLock(ctx, stop)
+	go b.db.watchLock(ctx, stop, lockPingInterval)
 	return ctx, nil
 }
 

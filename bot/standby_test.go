@@ -101,7 +101,7 @@ func TestStandbyTakesOver(t *testing.T) {
 			}
 			watchCtx, stop := context.WithCancelCause(activeLog.ctx())
 			defer stop(nil)
-			go active.watchLock(watchCtx, stop)
+			go active.watchLock(watchCtx, stop, lockPingInterval)
 
 			took := make(chan error, 1)
 			go func() { took <- standby.waitForLock(standbyLog.ctx()) }()
