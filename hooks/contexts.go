@@ -1107,6 +1107,7 @@ var (
 	_ = guard[ToolResultContext, *ToolResultContext]
 	_ = guard[BudgetReachedContext, *BudgetReachedContext]
 	_ = guard[SubagentContext, *SubagentContext]
+	_ = guard[MemoryExtractedContext, *MemoryExtractedContext]
 	_ = guard[CustomEventContext, *CustomEventContext]
 
 	_ stopper    = (*ToolBeforeCallContext)(nil)
@@ -1117,4 +1118,5 @@ var (
 	_ stopper    = (*PluginInstallContext)(nil)
 	_ failCloser = (*PluginInstallContext)(nil)
 	_ stopper    = (*ModelRequestContext)(nil)
+	_ stopper    = (*MemoryExtractedContext)(nil)
 )

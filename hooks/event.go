@@ -125,6 +125,7 @@ var (
 	UsageBudgetReached            = builtin[BudgetReachedContext]("usage:budget_reached", Observer, 3000, scopeAgent|scopeRoom)
 	SubagentSpawned               = builtin[SubagentContext]("subagent:spawned", Observer, 1000, scopeAgent|scopeRoom)
 	SubagentEnded                 = builtin[SubagentContext]("subagent:ended", Observer, 1000, scopeAgent|scopeRoom)
+	MemoryExtracted               = builtin[MemoryExtractedContext]("memory:extracted", Transformer, 2000, scopeAgent|scopeRoom)
 )
 
 var builtinByName = func() map[string]*eventInfo {
@@ -145,7 +146,7 @@ func BuiltinEvents() []string {
 }
 
 // ReservedNamespaces are the first segments that custom events may not use.
-var ReservedNamespaces = []string{"message", "system", "agent", "bot", "compaction", "schedule", "reaction", "room", "config", "session", "tool", "plugin", "model", "usage", "subagent"}
+var ReservedNamespaces = []string{"message", "system", "agent", "bot", "compaction", "schedule", "reaction", "room", "config", "session", "tool", "plugin", "model", "usage", "subagent", "memory"}
 
 var customEventPattern = regexp.MustCompile(`^[a-z0-9_.-]+(:[a-z0-9_.-]+)+$`)
 

@@ -150,6 +150,17 @@ var (
 			func(c *ToolResultContext) any { return c.Content },
 			func(d, s *ToolResultContext) { d.Content = s.Content }),
 	}
+	memoryExtractedFields = []MutableField{
+		field("memories", false,
+			func(c *MemoryExtractedContext) any { return c.Memories },
+			func(d, s *MemoryExtractedContext) { d.Memories = s.Memories }),
+		field("vetoed", false,
+			func(c *MemoryExtractedContext) any { return c.Vetoed },
+			func(d, s *MemoryExtractedContext) { d.Vetoed = s.Vetoed }),
+		field("veto_reason", false,
+			func(c *MemoryExtractedContext) any { return c.VetoReason },
+			func(d, s *MemoryExtractedContext) { d.VetoReason = s.VetoReason }),
+	}
 	approvalRequestedFields = []MutableField{
 		field("decision", false,
 			func(c *ToolApprovalRequestedContext) any { return c.Decision },
@@ -173,6 +184,7 @@ func (*PluginInstallContext) mutableFields() []MutableField         { return plu
 func (*ModelResolveContext) mutableFields() []MutableField          { return modelResolveFields }
 func (*ModelRequestContext) mutableFields() []MutableField          { return modelRequestFields }
 func (*ToolResultContext) mutableFields() []MutableField            { return toolResultFields }
+func (*MemoryExtractedContext) mutableFields() []MutableField       { return memoryExtractedFields }
 
 // nullIfEmpty shows an empty raw JSON value as null.
 func nullIfEmpty(raw json.RawMessage) json.RawMessage {

@@ -403,3 +403,14 @@ func SubagentEnded(member hooks.AgentName, task string, outcome hooks.SubagentOu
 	}
 	return c
 }
+
+// MemoryExtracted returns a memory:extracted context for Agent's turn
+// answering Sender in Room: the candidates texts, each a person memory of
+// Sender with Agent.
+func MemoryExtracted(texts ...string) *hooks.MemoryExtractedContext {
+	c := &hooks.MemoryExtractedContext{Where: Where()}
+	for _, t := range texts {
+		c.Memories = append(c.Memories, hooks.ExtractedMemory{Text: t, Scope: "person", Person: Sender, Agent: Agent, Room: Room})
+	}
+	return c
+}
