@@ -21,6 +21,10 @@ type Member struct {
 	// Tools are the tools it may call (with delegate_to when the rules let
 	// it delegate); nil: none.
 	Tools *agents.Toolset
+	// DailyTokens is its daily token budget (0: unlimited). A team turn
+	// checks it, and the person's, before the member runs (the runner does
+	// not).
+	DailyTokens int
 }
 
 // AgentRunner is a Runner on the agents tool loop: each member run is an

@@ -2,14 +2,19 @@ package turn
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/enrich"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio"
 	"github.com/hookroom/hookroom/team"
+	"github.com/hookroom/hookroom/usage"
 )
 
 // A team turn (Spec.Team) answers with several agents (package team): the
@@ -85,7 +90,11 @@ func (t *turn) runTeam(ctx context.Context, et enrich.Turn) (*agents.RunResult, 
 	if ts.Definition.WithDefaults().Show == team.ShowSeparate {
 		plan.OnContribution = t.postContribution
 	}
-	res, err := team.Run(ctx, plan, runner)
+	gate := &memberBudgets{Runner: runner, log: t.log, check: func(ctx context.Context, member hooks.AgentName) (*usage.Exceeded, error) {
+		b := usage.Budgets{PerUser: t.spec.Budgets.PerUser, PerAgent: members[member].DailyTokens}
+		return t.deps.Usage.Check(ctx, time.Now(), member, t.env.RequesterID, b)
+	}}
+	res, err := team.Run(ctx, plan, gate)
 	out := &agents.RunResult{}
 	t.mu.Lock()
 	t.teamUsage = res.UsageByAgent()
@@ -107,6 +116,51 @@ func (t *turn) runTeam(ctx context.Context, et enrich.Turn) (*agents.RunResult, 
 	out.Messages = []agents.Message{{Role: agents.RoleAssistant, Content: out.Text}}
 	t.log.Info().Str("team", string(res.Team)).Int("members", len(res.Contributions)).Int("reused_steps", res.Reused).Msg("team answered")
 	return out, nil
+}
+
+// memberBudgets is the team runner of a team turn with the daily token
+// budgets checked before each member runs: the member's own
+// (Member.DailyTokens) and the person's. A member whose budget, or whose
+// person's, is used up today does not run: its run ends with a
+// *MemberOverBudgetError (subagent:ended with outcome error and that
+// error), its contribution shows as not answered ("beta could not answer:
+// over its daily budget …") and the other members go on. The team turn
+// checks the person's budget and its own agent's before it starts, as
+// every turn does; this catches what the members used up of them, and
+// the members' own budgets. When a budget cannot be read the member runs.
+type memberBudgets struct {
+	team.Runner
+	log   zerolog.Logger
+	check func(ctx context.Context, member hooks.AgentName) (*usage.Exceeded, error)
+}
+
+// RunMember checks member's budgets, then runs it (or not).
+func (g *memberBudgets) RunMember(ctx context.Context, member hooks.AgentName, task team.Task) (team.MemberResult, error) {
+	ex, err := g.check(ctx, member)
+	if err != nil {
+		g.log.Error().Err(err).Str("member", string(member)).Msg("failed to check the daily token budgets; answering anyway")
+	} else if ex != nil {
+		g.log.Info().Str("member", string(member)).Str("budget", string(ex.Scope)).Int64("limit", ex.Limit).Int64("used", ex.Used).
+			Msg("a team member's daily token budget is used up; it does not answer")
+		return team.MemberResult{}, &MemberOverBudgetError{Member: member, Exceeded: *ex}
+	}
+	return g.Runner.RunMember(ctx, member, task)
+}
+
+// MemberOverBudgetError is why a team member did not run: its daily
+// token budget, or the person's, is used up.
+type MemberOverBudgetError struct {
+	Member hooks.AgentName
+	usage.Exceeded
+}
+
+func (e *MemberOverBudgetError) Error() string {
+	if e.Scope == usage.ScopeAgent {
+		return fmt.Sprintf("over its daily budget (%s of %s tokens used today; it resets at 00:00 UTC)",
+			usage.FormatCount(e.Used), usage.FormatCount(e.Limit))
+	}
+	return fmt.Sprintf("the person's daily budget is used up (%s of %s tokens used today; it resets at 00:00 UTC)",
+		usage.FormatCount(e.Used), usage.FormatCount(e.Limit))
 }
 
 // postContribution posts one member's contribution as its own message in
