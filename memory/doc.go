@@ -65,9 +65,9 @@
 //     the tool call's requester.
 //   - message:after_response: when extract is on, the plugin sends
 //     ExtractionRequest to its extract model, parses the answer with
-//     ParseExtraction, emits memory:extracted with the candidates (observer
-//     mode: hooks see them; filtering or vetoing needs a typed event) and
-//     stores them with StoreCandidates.
+//     ParseExtraction, emits memory:extracted with the candidates (a
+//     transformer: hooks may drop, edit or veto them) and stores what the
+//     hooks leave with StoreCandidates.
 //
 // The plugin also answers !memory with List (rendered by Listing) and
 // !memory forget <id|all> with Forget and ForgetAll, calls Configure with

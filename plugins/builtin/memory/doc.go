@@ -32,9 +32,11 @@
 //   - recall (message:enrich, collector): the requester's most relevant
 //     memories for the turn's agent and room, as one transient item.
 //   - extract (message:after_response, observer; only when an agent has
-//     extract): sends the exchange to extract's model, emits memory:extracted
-//     with the facts it proposes (payload Extracted), then stores them as the
-//     person's memories.
+//     extract): sends the exchange to extract's model, emits the typed
+//     transformer event memory:extracted (hooks.MemoryExtractedContext) with
+//     the facts it proposes, then stores what its hooks leave as the
+//     person's memories: nothing when one vetoes them or the hooks cannot
+//     run.
 //   - tools remember, recall and forget (Tool.Agents: the agents in settings
 //     whose tools is not false), acting for the tool call's requester.
 //   - !memory [agent], !memory forget <id> [agent], !memory forget all

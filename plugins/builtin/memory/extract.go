@@ -12,7 +12,8 @@ import (
 
 // extractHook runs after a turn of an agent with extract: it asks extract's
 // model for durable facts about the person in the exchange, emits
-// memory:extracted with them, and stores them as the person's memories. It
+// memory:extracted with them, and stores what its hooks leave as the
+// person's memories (nothing when one vetoes them or they cannot run). It
 // skips replies not from the model, messages no person wrote (schedules,
 // hook messages), and, unless encrypted_rooms is set, encrypted rooms: the
 // exchange would leave the server for the extract endpoint.
@@ -52,12 +53,34 @@ func (p *Plugin) extractHook(ctx context.Context, c *hooks.AfterResponseContext)
 	if len(candidates) == 0 {
 		return nil
 	}
-	ev := Extracted{Agent: agent, Person: string(who.Person), Room: string(who.Room)}
-	for _, cand := range candidates {
-		ev.Memories = append(ev.Memories, cand.Text)
+	thread := env.ResolvedThreadID
+	if thread == "" {
+		thread = env.ThreadID
 	}
-	if err := c.Emit(ctx, EventExtracted, ev); err != nil {
-		c.Logger().Debug().Err(err).Msg("memory:extracted was not emitted")
+	ev := &hooks.MemoryExtractedContext{Where: hooks.Where{
+		Agent: agent, RoomID: env.RoomID, ThreadID: thread, RequesterID: env.RequesterID, SessionID: env.SessionID,
+	}}
+	for _, cand := range candidates {
+		ev.Memories = append(ev.Memories, hooks.ExtractedMemory{
+			Text: cand.Text, Scope: string(mem.ScopePerson), Person: who.Person, Agent: agent, Room: who.Room,
+		})
+	}
+	// What the memory:extracted hooks leave is stored, nothing else; when
+	// they cannot run (the recursion limit), nothing is: a filtering hook
+	// is never skipped.
+	if err := hooks.EmitFrom(ctx, c, hooks.MemoryExtracted, ev); err != nil {
+		return fmt.Errorf("failed to run the memory:extracted hooks, so no extracted memory was stored: %w", err)
+	}
+	if ev.Vetoed {
+		c.Logger().Info().Int("proposed", len(candidates)).Str("reason", ev.VetoReason).Msg("A memory:extracted hook vetoed the extracted memories")
+		return nil
+	}
+	candidates = candidates[:0]
+	for _, m := range ev.Memories {
+		candidates = append(candidates, mem.Candidate{Text: m.Text})
+	}
+	if len(candidates) == 0 {
+		return nil
 	}
 	stored, err := p.store.StoreCandidates(ctx, who, candidates)
 	if err != nil {

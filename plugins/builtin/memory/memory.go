@@ -26,19 +26,6 @@ const (
 	HookExtract = "extract"
 )
 
-// EventExtracted is the custom event the extract hook emits with the facts
-// the model proposed, before storing them. Its payload is Extracted.
-const EventExtracted = "memory:extracted"
-
-// Extracted is the payload of memory:extracted.
-type Extracted struct {
-	Agent  hooks.AgentName `json:"agent"`
-	Person string          `json:"person"`
-	Room   string          `json:"room"`
-	// Memories are the proposed facts, normalized, as they will be stored.
-	Memories []string `json:"memories"`
-}
-
 // Defaults of the settings.
 const (
 	DefaultExtractTimeout = 30 * time.Second

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix/id"
@@ -38,29 +39,56 @@ const (
 	secret    = id.RoomID("!secret:x") // end-to-end encrypted
 )
 
-// observed records the memory:extracted events the test observer plugin
-// saw.
-var observed struct {
+// filter is the state of the test's memory:extracted plugin: what it
+// does (mode) and what it saw.
+var filter struct {
 	sync.Mutex
-	events []Extracted
+	mode   string // "" observes; drop, veto, fail, stall (see init)
+	events []hooks.MemoryExtractedContext
+}
+
+func setFilter(mode string) {
+	filter.Lock()
+	filter.mode, filter.events = mode, nil
+	filter.Unlock()
+}
+
+func filterEvents() []hooks.MemoryExtractedContext {
+	filter.Lock()
+	defer filter.Unlock()
+	return slices.Clone(filter.events)
 }
 
 func init() {
-	// A plugin of the kind an operator would write: it observes what
-	// extraction proposes.
+	// A plugin of the kind an operator would write: it sees what
+	// extraction proposes and drops, edits or vetoes it.
 	plugins.RegisterBuiltin(plugins.Builtin{
-		Name: "extract_observer", Description: "records memory:extracted",
+		Name: "extract_filter", Description: "filters memory:extracted",
 		New: func(context.Context, plugins.Env) (plugins.Instance, error) {
-			return plugins.HookList{hooks.HandleAny(EventExtracted, "record", func(_ context.Context, c hooks.Context) error {
-				var ev Extracted
-				if err := c.(*hooks.CustomEventContext).DecodePayload(&ev); err != nil {
-					return err
+			return plugins.HookList{hooks.Handle(hooks.MemoryExtracted, "filter", func(ctx context.Context, c *hooks.MemoryExtractedContext) error {
+				filter.Lock()
+				mode := filter.mode
+				seen := *c
+				seen.Memories = slices.Clone(c.Memories)
+				filter.events = append(filter.events, seen)
+				filter.Unlock()
+				switch mode {
+				case "drop": // drop the secret, edit the other
+					c.Drop(func(m hooks.ExtractedMemory) bool { return strings.Contains(m.Text, "password") })
+					for i := range c.Memories {
+						c.Memories[i].Text = strings.Replace(c.Memories[i].Text, "Mochi", "Mochi (a tabby)", 1)
+					}
+				case "veto":
+					c.Veto("no memories today")
+				case "fail":
+					c.Memories = nil
+					return errors.New("the audit service is down")
+				case "stall":
+					c.Veto("too late")
+					<-ctx.Done()
 				}
-				observed.Lock()
-				observed.events = append(observed.events, ev)
-				observed.Unlock()
 				return nil
-			})}, nil
+			}, hooks.Timeout(100*time.Millisecond))}, nil
 		},
 	})
 }
@@ -382,11 +410,9 @@ func TestExtract(t *testing.T) {
         model: extractor
         api_key: ${EXTRACT_KEY}
         encrypted_rooms: `+enc+`
-  - builtin: extract_observer
+  - builtin: extract_filter
 `)
-			observed.Lock()
-			observed.events = nil
-			observed.Unlock()
+			setFilter("")
 			c := hooktest.AfterResponse("Mochi is a lovely name!")
 			c.Result.Envelope.Body = "My cat is called Mochi."
 			c.Result.Envelope.AgentName, c.Result.Envelope.RequesterID, c.Result.Envelope.RoomID = assistant, alice, tt.room
@@ -410,13 +436,12 @@ func TestExtract(t *testing.T) {
 			if saved != tt.wantSaved || (!tt.wantSaved && len(mems) > 0) {
 				t.Errorf("stored %+v, want saved %v", mems, tt.wantSaved)
 			}
-			observed.Lock()
-			events := observed.events
-			observed.Unlock()
+			events := filterEvents()
 			if tt.wantSaved {
-				want := Extracted{Agent: assistant, Person: string(alice), Room: string(tt.room), Memories: []string{"Alice has a cat called Mochi"}}
-				if len(events) != 1 || !equalExtracted(events[0], want) {
-					t.Errorf("memory:extracted events %+v, want %+v", events, want)
+				want := []hooks.ExtractedMemory{{Text: "Alice has a cat called Mochi", Scope: "person", Person: alice, Agent: assistant, Room: tt.room}}
+				if len(events) != 1 || !slices.Equal(events[0].Memories, want) || events[0].Agent != assistant ||
+					events[0].RequesterID != alice || events[0].RoomID != tt.room {
+					t.Errorf("memory:extracted events %+v, want memories %+v", events, want)
 				}
 			} else if len(events) != 0 {
 				t.Errorf("memory:extracted emitted for nothing stored: %+v", events)
@@ -433,8 +458,63 @@ func TestExtract(t *testing.T) {
 	}
 }
 
-func equalExtracted(a, b Extracted) bool {
-	return a.Agent == b.Agent && a.Person == b.Person && a.Room == b.Room && slices.Equal(a.Memories, b.Memories)
+// memory:extracted decides what extraction stores: a hook that drops one
+// candidate and edits the other stores exactly the edited one; a veto
+// stores nothing; a hook that fails or times out changes nothing (the
+// engine's transformer rule: its draft is dropped), so every candidate is
+// stored.
+func TestExtractFiltered(t *testing.T) {
+	answer := llmtest.Reply{Text: []string{`{"memories":[{"text":"Alice has a cat called Mochi"},{"text":"Alice's password is hunter2"}]}`}}
+	both := []string{"Alice has a cat called Mochi", "Alice's password is hunter2"}
+	tests := []struct {
+		mode string
+		want []string
+	}{
+		{"", both},
+		{"drop", []string{"Alice has a cat called Mochi (a tabby)"}},
+		{"veto", nil},
+		{"fail", both},
+		{"stall", both},
+	}
+	for _, tt := range tests {
+		t.Run("mode "+tt.mode, func(t *testing.T) {
+			srv := llmtest.NewServer(t, answer)
+			l := mustLoad(t, dbtest.SQLite.Fresh(t), encryptedRooms, `  - builtin: memory
+    settings:
+      agents:
+        assistant: {extract: true}
+      extract: {base_url: `+srv.URL+`, model: extractor}
+  - builtin: extract_filter
+`)
+			setFilter(tt.mode)
+			c := hooktest.AfterResponse("Noted.")
+			c.Result.Envelope.Body = "My cat is called Mochi and my password is hunter2."
+			c.Result.Envelope.AgentName, c.Result.Envelope.RequesterID, c.Result.Envelope.RoomID = assistant, alice, roomA
+			hooktest.Emit(t, l.reg, hooks.MessageAfterResponse, c)
+			if n := len(filterEvents()); n != 1 {
+				t.Fatalf("memory:extracted ran %d times", n)
+			}
+			mems, err := l.plugin.Store().List(t.Context(), mem.Who{Agent: assistant, Person: alice, Room: roomA})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range mems {
+				got = append(got, m.Text)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("stored %q, want %q", got, tt.want)
+			}
+			var rows int
+			if err := l.db.QueryRow(t.Context(), `SELECT COUNT(*) FROM memory`).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			if rows != len(tt.want) {
+				t.Errorf("%d rows in memory, want %d", rows, len(tt.want))
+			}
+		})
+	}
 }
 
 // What is said in an encrypted room, or a room whose state the host cannot
