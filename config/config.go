@@ -156,7 +156,53 @@ type Matrix struct {
 	// Encryption configures end-to-end encryption, which every account
 	// supports.
 	Encryption Encryption `yaml:"encryption"`
+	// Space, when set, makes the router keep a Matrix Space that holds
+	// every room hookroom provisions. Off when absent.
+	Space *Space `yaml:"space"`
 }
+
+// Space is matrix.space: the root Matrix Space of hookroom's rooms.
+type Space struct {
+	// Name is the space's name, set when it is created. Default "hookroom".
+	Name string `yaml:"name"`
+	// Alias is the space's alias, a localpart ("hookroom") or a full alias
+	// on this homeserver ("#hookroom:example.org"); the space is found by
+	// it on restart. Default "hookroom-space".
+	Alias string `yaml:"alias"`
+}
+
+// DefaultSpaceAlias is matrix.space.alias's default localpart.
+const DefaultSpaceAlias = "hookroom-space"
+
+// FullAlias returns the space's alias on server.
+func (s Space) FullAlias(server string) id.RoomAlias {
+	a := s.Alias
+	if a == "" {
+		a = DefaultSpaceAlias
+	}
+	if strings.HasPrefix(a, "#") {
+		return id.RoomAlias(a)
+	}
+	return id.NewRoomAlias(a, server)
+}
+
+// DisplayName returns the space's name, "hookroom" by default.
+func (s Space) DisplayName() string {
+	if s.Name == "" {
+		return "hookroom"
+	}
+	return s.Name
+}
+
+// Who may verify hookroom's accounts interactively
+// (matrix.encryption.verification).
+const (
+	// VerificationAdmins accepts verification requests from global users
+	// and refuses everyone else's. The default.
+	VerificationAdmins = "admins"
+	// VerificationOff refuses every verification request.
+	VerificationOff = "off"
+)
 
 // Which devices receive the keys of encrypted messages
 // (matrix.encryption.share_keys_with).
@@ -186,6 +232,18 @@ type Encryption struct {
 	// KeyBackup, with RecoveryKey, uploads the accounts' room keys to the
 	// backup (default true); false only restores from an existing backup.
 	KeyBackup *bool `yaml:"key_backup"`
+	// Verification says who may verify the accounts interactively
+	// (Element's "Verify user", emoji): "admins" (default: global users)
+	// or "off".
+	Verification string `yaml:"verification"`
+}
+
+// VerificationMode returns Verification with its default.
+func (e Encryption) VerificationMode() string {
+	if e.Verification == "" {
+		return VerificationAdmins
+	}
+	return e.Verification
 }
 
 // BackupUpload reports whether the accounts upload their room keys to the
@@ -564,6 +622,12 @@ type Defaults struct {
 	// with !model: "everyone" (default: whoever may talk to the agents
 	// there), "admins" (global_users) or "off".
 	ModelCommand ModelCommand `yaml:"model_command"`
+	// ConfigCommand turns on !config: global users may show, and change
+	// from chat, an allow-listed set of settings of a room's agents
+	// (model, instructions, tools). Each change waits for a ✅ of the
+	// person who proposed it, then is written to config.yaml (comments
+	// kept), validated and reloaded like a file edit. Default false.
+	ConfigCommand bool `yaml:"config_command"`
 }
 
 // ModelCommand is defaults.model_command.
