@@ -42,6 +42,7 @@ var contextsByEvent = map[string]hooks.Context{
 	"usage:budget_reached":             &hooks.BudgetReachedContext{},
 	"subagent:spawned":                 &hooks.SubagentContext{},
 	"subagent:ended":                   &hooks.SubagentContext{},
+	"memory:extracted":                 &hooks.MemoryExtractedContext{},
 }
 
 // jsonFields lists the JSON names of t's fields, embedded structs

@@ -60,6 +60,7 @@ var runners = map[string]runner{
 	hooks.UsageBudgetReached.Name():            typed(hooks.UsageBudgetReached),
 	hooks.SubagentSpawned.Name():               typed(hooks.SubagentSpawned),
 	hooks.SubagentEnded.Name():                 typed(hooks.SubagentEnded),
+	hooks.MemoryExtracted.Name():               typed(hooks.MemoryExtracted),
 }
 
 // runnerFor returns the runner of a built-in or custom event.

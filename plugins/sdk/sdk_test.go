@@ -117,6 +117,16 @@ var testPlugin = sdk.Plugin{
 			c.Content = strings.ReplaceAll(c.Content, "AKIA1234", "AKIA****")
 			return nil
 		}),
+		hooks.Handle(hooks.MemoryExtracted, "memories", func(_ context.Context, c *hooks.MemoryExtractedContext) error {
+			c.Drop(func(m hooks.ExtractedMemory) bool { return strings.Contains(m.Text, "password") })
+			for i := range c.Memories {
+				c.Memories[i].Text = strings.ReplaceAll(c.Memories[i].Text, "Alice", "A.")
+				if strings.Contains(c.Memories[i].Text, "veto") {
+					c.Veto("asked to")
+				}
+			}
+			return nil
+		}),
 		hooks.Handle(hooks.UsageBudgetReached, "budget_alert", func(_ context.Context, c *hooks.BudgetReachedContext) error {
 			c.Logger().Info().Msgf("budget alert: %s %s at %.0f%% (%d of %d on %s)", c.Scope, c.Subject, c.Threshold*100, c.Used, c.Limit, c.Day)
 			return nil
@@ -312,7 +322,7 @@ func TestSameCodeBothModes(t *testing.T) {
 	for _, mode := range []string{"builtin", "process"} {
 		t.Run(mode, func(t *testing.T) {
 			h := newHarness(t, mode)
-			sdktest.RunShared(t, h, sdktest.Declared{Hooks: 24, GuardTimeout: 5 * time.Second})
+			sdktest.RunShared(t, h, sdktest.Declared{Hooks: 25, GuardTimeout: 5 * time.Second})
 			t.Run("team", func(t *testing.T) { sdktest.CheckTeam(t, h) })
 			t.Run("gate approval", func(t *testing.T) {
 				c := hooktest.ToolBeforeCall("read_file", `{"path":"/prod/x"}`)
@@ -367,6 +377,7 @@ func TestSameCodeBothModes(t *testing.T) {
 				if tr.Content != "key=AKIA****" {
 					t.Errorf("tool:result = %q", tr.Content)
 				}
+				checkMemoryExtracted(t, h)
 				sdktest.Emit(t, h, hooks.ModelResponse, hooktest.ModelResponse("hello"))
 				h.Logs.WaitFor(t, "metered round 1 of default: 15 tokens in 250ms", 3*time.Second)
 				sdktest.Emit(t, h, hooks.UsageBudgetReached, hooktest.BudgetReached(hooks.BudgetPerson, 1000, 812, 0.8))
@@ -438,4 +449,20 @@ func names(ns []hooks.AgentName) string {
 		s[i] = string(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// checkMemoryExtracted: the test plugin's memory:extracted hook drops the
+// memory about a password, edits the other, and vetoes on request.
+func checkMemoryExtracted(t *testing.T, h *sdktest.Harness) {
+	t.Helper()
+	m := hooktest.MemoryExtracted("Alice has a cat.", "Alice's password is hunter2.")
+	sdktest.Emit(t, h, hooks.MemoryExtracted, m)
+	if len(m.Memories) != 1 || m.Memories[0].Text != "A. has a cat." || m.Memories[0].Person != hooktest.Sender || m.Vetoed {
+		t.Errorf("memory:extracted = %+v", m)
+	}
+	m = hooktest.MemoryExtracted("Alice said: veto this.")
+	sdktest.Emit(t, h, hooks.MemoryExtracted, m)
+	if !m.Vetoed || m.VetoReason != "asked to" {
+		t.Errorf("memory:extracted veto = %+v", m)
+	}
 }

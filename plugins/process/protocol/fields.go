@@ -26,6 +26,7 @@ import (
 //	model:resolve                     model
 //	model:request                     messages, tools, refused, refuse_reason
 //	tool:result                       content
+//	memory:extracted                  memories, vetoed, veto_reason
 //
 // Every other event has none: a hook of it can only observe (and call host
 // methods). plugins/process's TestDesignatedFieldsAreDocumented keeps this

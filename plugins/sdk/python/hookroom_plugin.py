@@ -36,6 +36,10 @@ With this module a plugin is a few decorated functions::
     async def mask(ctx):
         ctx.content = re.sub(r"AKIA[0-9A-Z]{16}", "AKIA****", ctx.content)
 
+    @hook("memory:extracted")
+    async def keep_no_secrets(ctx):
+        ctx.memories = [m for m in ctx.memories if "password" not in m["text"]]  # or ctx.veto(reason)
+
     @hook("system:enrich")
     async def team_rules(ctx):
         team = ctx.envelope.team  # None unless a team answers
@@ -556,6 +560,26 @@ class HookContext(_Base):
     def content(self, v: str) -> None:
         self._data["content"] = str(v)
 
+    @property
+    def memories(self) -> list[dict]:
+        """memory:extracted: the facts the memory plugin would store, as dicts (``text``,
+        ``scope``, ``person``, ``agent``, ``room``); drop entries or edit their ``text`` in
+        place, or assign a new list. What is left is stored."""
+        return self._data.setdefault("memories", [])
+
+    @memories.setter
+    def memories(self, v: list[dict]) -> None:
+        self._data["memories"] = list(v)
+
+    def veto(self, reason: str) -> None:
+        """memory:extracted: store none of the memories (the chain stops); reason is logged."""
+        self._data["vetoed"] = True
+        self._data["veto_reason"] = str(reason)
+
+    @property
+    def vetoed(self) -> bool:
+        return bool(self._data.get("vetoed", False))
+
     # -- conveniences -------------------------------------------------------
     @property
     def target_member_names(self) -> list[str]:
@@ -707,6 +731,11 @@ class HookContext(_Base):
             return res
         if ev == "tool:result":
             return {"content": d.get("content", "")}
+        if ev == "memory:extracted":
+            res = {"vetoed": bool(d.get("vetoed", False)), "veto_reason": d.get("veto_reason", "")}
+            if "memories" in d:
+                res["memories"] = d["memories"] or []
+            return res
         return {}
 
 

@@ -104,7 +104,7 @@ func newHarness(t *testing.T, mode string) *harness {
 // (sdktest's), and some of its own.
 func TestRoundTripEveryMode(t *testing.T) {
 	h := newHarness(t, "ok")
-	sdktest.RunShared(t, h.Harness, sdktest.Declared{Hooks: 19, GuardTimeout: 150 * time.Millisecond})
+	sdktest.RunShared(t, h.Harness, sdktest.Declared{Hooks: 20, GuardTimeout: 150 * time.Millisecond})
 	t.Run("team", func(t *testing.T) { sdktest.CheckTeam(t, h.Harness) })
 	t.Run("version", func(t *testing.T) {
 		if v := h.p.Version(); v != "1.2.3" {
@@ -149,6 +149,16 @@ func TestRoundTripEveryMode(t *testing.T) {
 		sdktest.Emit(t, h.Harness, hooks.ToolResult, tr)
 		if tr.Content != "key=AKIA****" {
 			t.Errorf("tool:result = %q", tr.Content)
+		}
+		m := hooktest.MemoryExtracted("Alice has a cat.", "Alice's password is hunter2.")
+		sdktest.Emit(t, h.Harness, hooks.MemoryExtracted, m)
+		if len(m.Memories) != 1 || m.Memories[0].Text != "A. has a cat." || m.Memories[0].Person != hooktest.Sender || m.Vetoed {
+			t.Errorf("memory:extracted = %+v", m)
+		}
+		m = hooktest.MemoryExtracted("Alice said: veto this.")
+		sdktest.Emit(t, h.Harness, hooks.MemoryExtracted, m)
+		if !m.Vetoed || m.VetoReason != "asked to" {
+			t.Errorf("memory:extracted veto = %+v", m)
 		}
 	})
 	t.Run("failure log", func(t *testing.T) {

@@ -266,6 +266,14 @@ def make_plugin() -> hp.Plugin:
     async def mask(ctx):
         ctx.content = ctx.content.replace("AKIA1234", "AKIA****")
 
+    @p.hook("memory:extracted")
+    async def memories(ctx):
+        ctx.memories = [m for m in ctx.memories if "password" not in m["text"]]
+        for m in ctx.memories:
+            m["text"] = m["text"].replace("Alice", "A.")
+            if "veto" in m["text"]:
+                ctx.veto("asked to")
+
     @p.hook("model:response")
     async def meter(ctx):
         ctx.logger.info("metered", round=ctx.round, tokens=ctx.usage.total_tokens, latency_ms=ctx.latency_ns / 1e6, tools=[c.name for c in ctx.tool_calls or []])
@@ -471,6 +479,29 @@ class PluginTest(unittest.IsolatedAsyncioTestCase):
                 {"messages": [{"role": "user", "content": "hi"}], "tools": None, "refused": True, "refuse_reason": "too many rounds for default"},
             ),
             ("mask", "tool:result", {"tool": "env", "arguments": {}, "call_id": "c1", "blocked": False, "content": "key=AKIA1234"}, {"content": "key=AKIA****"}),
+            (
+                "memories",
+                "memory:extracted",
+                {
+                    "agent": "assistant",
+                    "memories": [
+                        {"text": "Alice has a cat.", "scope": "person", "person": "@alice:x", "agent": "assistant", "room": "!r:x"},
+                        {"text": "Alice's password is hunter2.", "scope": "person", "person": "@alice:x", "agent": "assistant", "room": "!r:x"},
+                    ],
+                    "vetoed": False,
+                },
+                {
+                    "memories": [{"text": "A. has a cat.", "scope": "person", "person": "@alice:x", "agent": "assistant", "room": "!r:x"}],
+                    "vetoed": False,
+                    "veto_reason": "",
+                },
+            ),
+            (
+                "memories",
+                "memory:extracted",
+                {"agent": "assistant", "memories": [{"text": "veto this", "scope": "person", "agent": "assistant"}], "vetoed": False},
+                {"memories": [{"text": "veto this", "scope": "person", "agent": "assistant"}], "vetoed": True, "veto_reason": "asked to"},
+            ),
             ("ping", "message:claim", {"envelope": envelope("ping")}, {"claimed": {"text": "pong"}}),
             ("ping", "message:claim", {"envelope": envelope("other")}, {}),
             (

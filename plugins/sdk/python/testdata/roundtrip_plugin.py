@@ -98,6 +98,15 @@ async def mask(ctx):
     ctx.content = ctx.content.replace("AKIA1234", "AKIA****")
 
 
+@hook("memory:extracted")
+async def memories(ctx):
+    ctx.memories = [m for m in ctx.memories if "password" not in m["text"]]
+    for m in ctx.memories:
+        m["text"] = m["text"].replace("Alice", "A.")
+        if "veto" in m["text"]:
+            ctx.veto("asked to")
+
+
 @hook("system:enrich")
 async def team_rules(ctx):
     team = ctx.envelope.team
