@@ -541,10 +541,12 @@ type BaseStatus struct {
 	Base   string `json:"base"`
 	Files  int    `json:"files"`
 	Chunks int    `json:"chunks"`
+	// Bytes is the size of the indexed files, together.
+	Bytes int64 `json:"bytes"`
 	// Embedded is how many chunks have a vector.
 	Embedded int `json:"embedded"`
 	// LastIndexed is when Reindex last finished (zero: never).
-	LastIndexed time.Time `json:"last_indexed"`
+	LastIndexed time.Time `json:"last_indexed,omitzero"`
 	// Error is what went wrong with the base as a whole at the last
 	// Reindex (a folder that could not be read), "" when nothing.
 	Error string `json:"error,omitempty"`
@@ -587,14 +589,16 @@ func (ix *Index) Status(ctx context.Context) ([]BaseStatus, error) {
 		return nil
 	})
 	if err == nil {
-		err = scan(`SELECT base, path, error FROM knowledge_file ORDER BY base, path`, func(rows dbutil.Rows) error {
+		err = scan(`SELECT base, path, error, size FROM knowledge_file ORDER BY base, path`, func(rows dbutil.Rows) error {
 			var b, p, e string
-			if err := rows.Scan(&b, &p, &e); err != nil {
+			var size int64
+			if err := rows.Scan(&b, &p, &e, &size); err != nil {
 				return err
 			}
 			if s := byBase[b]; s != nil {
 				if e == "" {
 					s.Files++
+					s.Bytes += size
 				} else {
 					s.Skipped = append(s.Skipped, FileError{Path: p, Error: e})
 				}

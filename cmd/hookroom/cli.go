@@ -37,6 +37,8 @@ Usage:
   hookroom appservice registration --config FILE [--out FILE] [--env FILE]
                                   print the application service registration that
                                   lets hookroom create its accounts without passwords
+  hookroom knowledge reindex|status [--config FILE] [--full] [--json] [BASE...]
+                                  re-index the knowledge bases now, or show their state
   hookroom e2ee recovery-key [--config FILE] [--env FILE] [--set] [--force]
                                   make the recovery key of the agents' key backup
   hookroom version                print the version
@@ -74,6 +76,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return runPlugin(ctx, rest, stdout, stderr)
 	case "appservice":
 		return runAppService(ctx, rest, stdout, stderr)
+	case "knowledge":
+		return runKnowledge(ctx, rest, stdout, stderr)
 	case "e2ee":
 		return runE2EE(rest, e2eeIO{stdin: os.Stdin, stdout: stdout, stderr: stderr})
 	case "run", "check", "hooks", "tools":

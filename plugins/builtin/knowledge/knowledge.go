@@ -87,29 +87,9 @@ var (
 // no longer configured, and starts the watcher, which indexes every base
 // in the background and then follows changes until Close.
 func New(ctx context.Context, env plugins.Env) (plugins.Instance, error) {
-	var s settings
-	if err := plugins.DecodeSettings(env.Settings, &s); err != nil {
+	s, opts, err := decode(env)
+	if err != nil {
 		return nil, err
-	}
-	if s.DebounceMS < 0 {
-		return nil, plugins.SettingsErrorf("debounce_ms", "must not be negative")
-	}
-	opts := kb.Options{
-		Bases: map[string]kb.BaseOptions{}, MaxFileBytes: s.MaxFileBytes,
-		Debounce: time.Duration(s.DebounceMS) * time.Millisecond,
-	}
-	for name, b := range s.Bases {
-		paths := make([]string, len(b.Paths))
-		for i, p := range b.Paths {
-			if p != "" {
-				p = env.ResolvePath(p)
-			}
-			paths[i] = p
-		}
-		opts.Bases[name] = kb.BaseOptions{Paths: paths, Include: b.Include, Exclude: b.Exclude, ChunkSize: b.ChunkSize}
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, settingsError("", err)
 	}
 	p := &Plugin{env: env, agents: map[hooks.AgentName]kb.AgentOptions{}}
 	for name, a := range s.Agents {
@@ -172,6 +152,61 @@ func New(ctx context.Context, env plugins.Env) (plugins.Instance, error) {
 		}
 	})
 	return p, nil
+}
+
+// decode reads env's settings and returns them with the index options
+// they describe (folders resolved against config.yaml's folder).
+func decode(env plugins.Env) (settings, kb.Options, error) {
+	var s settings
+	if err := plugins.DecodeSettings(env.Settings, &s); err != nil {
+		return s, kb.Options{}, err
+	}
+	if s.DebounceMS < 0 {
+		return s, kb.Options{}, plugins.SettingsErrorf("debounce_ms", "must not be negative")
+	}
+	opts := kb.Options{
+		Bases: map[string]kb.BaseOptions{}, MaxFileBytes: s.MaxFileBytes,
+		Debounce: time.Duration(s.DebounceMS) * time.Millisecond,
+	}
+	for name, b := range s.Bases {
+		paths := make([]string, len(b.Paths))
+		for i, p := range b.Paths {
+			if p != "" {
+				p = env.ResolvePath(p)
+			}
+			paths[i] = p
+		}
+		opts.Bases[name] = kb.BaseOptions{Paths: paths, Include: b.Include, Exclude: b.Exclude, ChunkSize: b.ChunkSize}
+	}
+	if err := opts.Validate(); err != nil {
+		return s, kb.Options{}, settingsError("", err)
+	}
+	return s, opts, nil
+}
+
+// OpenIndex returns the index of the bases env's settings describe, on
+// env.DB, with the embeddings client when they configure one, its tables
+// created or migrated. It starts no watcher and removes no base: hookroom
+// knowledge reindex and status call it, next to a running server whose
+// plugin may be indexing the same bases (writes are transactions, so
+// either one's work stands).
+func OpenIndex(ctx context.Context, env plugins.Env) (*kb.Index, error) {
+	s, opts, err := decode(env)
+	if err != nil {
+		return nil, err
+	}
+	if env.DB == nil {
+		return nil, errors.New("knowledge needs hookroom's database")
+	}
+	embedder, err := newEmbedder(s.Embeddings)
+	if err != nil {
+		return nil, err
+	}
+	ix := kb.New(env.DB, opts, embedder)
+	if err := ix.Upgrade(ctx); err != nil {
+		return nil, err
+	}
+	return ix, nil
 }
 
 // newEmbedder returns the embeddings client the settings describe, nil
