@@ -44,6 +44,7 @@ Commands:
 - ` + "`!schedule <when> <message>`" + ` — post a message later in this thread, for you: ` + "`in 10 minutes …`, `tomorrow at 9:00 …`, `every weekday at 9:00 …`, `every 15 minutes …`, `cron \"*/5 * * * *\" …`" + `
 - ` + "`!schedules`" + ` — this room's schedules; ` + "`!unschedule ID`" + ` cancels one (its creator or admins)
 - ` + "`!usage`" + ` — the tokens each agent used in this room today and this month, and yours today against your daily budget; ` + "`!usage all`" + ` for every room (admins)
+- ` + "`!config [AGENT KEY VALUE]`" + ` — show this room's agents' model, instructions and tools, or propose a change to config.yaml that your ✅ applies (admins; when defaults.config_command is on)
 - ` + "`!hooks`" + ` — the hooks in service (admins)
 - ` + "`!e2ee`" + ` — each account's device, cross-signing and key backup, and undecryptable messages in the last hour (admins)
 - ` + "`!pair CODE`" + ` — let the person who got pairing code CODE talk to the agent in direct messages (admins); ` + "`!pairings`" + ` lists pairings and waiting codes, ` + "`!unpair AGENT @user`" + ` ends one
@@ -108,6 +109,9 @@ func (b *Bot) runCommand(ctx context.Context, w *world, ev *event.Event, env hoo
 		reply = b.e2eeCommand(ctx, w, ev, admin)
 	case "model":
 		reply = b.modelCommand(ctx, w, ev, env, cmd, admin)
+	case "config":
+		b.configCommand(ctx, w, ev, env) // posts its answer itself
+		return
 	case "pair", "pairings", "unpair":
 		if !admin {
 			reply = "Only hookroom's administrators (authorization.global_users) may pair people with agents."

@@ -288,6 +288,9 @@ func (b *Bot) handleReaction(ctx context.Context, w *world, ev *event.Event) {
 	if rel == nil || rel.Type != event.RelAnnotation {
 		return
 	}
+	if b.answerConfigReaction(ctx, w, ev, rel.EventID, rel.Key) {
+		return // a !config proposal's ✅ (bot/configcmd.go)
+	}
 	if b.answerCardReaction(ctx, w, ev, rel.EventID, rel.Key) {
 		zerolog.Ctx(ctx).Info().Msg("tool call approval answered by a reaction")
 		return
