@@ -3,7 +3,12 @@ package bot
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -308,5 +313,171 @@ func TestVoiceOptionsAndTranscribedEvent(t *testing.T) {
 	}
 	if ev.Content.Parsed != nil || msg.MsgType != event.MsgAudio {
 		t.Error("transcribedEvent changed the original event")
+	}
+}
+
+// speak records text with Debian's espeak-ng and encodes it as Ogg/Opus
+// with opus-tools' opusenc, the format of a phone's voice message, in a
+// fresh t.TempDir(); it returns the file's bytes and how long it plays in
+// milliseconds. A missing tool fails the test.
+func speak(t *testing.T, text string) ([]byte, int) {
+	t.Helper()
+	for _, tool := range []string{"espeak-ng", "opusenc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is missing (Debian's espeak-ng and opus-tools make the voice tests' recordings): run ./scripts/test-clients.sh install", tool)
+		}
+	}
+	dir := t.TempDir()
+	wav, ogg := filepath.Join(dir, "speech.wav"), filepath.Join(dir, "speech.ogg")
+	for _, args := range [][]string{
+		{"espeak-ng", "-v", "en", "-w", wav, "--", text},
+		{"opusenc", "--quiet", "--speech", wav, ogg},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("%q failed: %v\n%s", args, err, out)
+		}
+	}
+	data, err := os.ReadFile(ogg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := voice.Duration(voice.Speech{Data: data})
+	if !bytes.HasPrefix(data, []byte("OggS")) || !bytes.Contains(data[:64], []byte("OpusHead")) || !ok || d < 300*time.Millisecond {
+		t.Fatalf("opusenc made %d bytes (%.8q…) playing %v, want an Ogg/Opus recording of %q", len(data), data, d, text)
+	}
+	return data, int(d.Milliseconds())
+}
+
+// transcriptionRequests returns what llm's transcription endpoint received.
+func transcriptionRequests(llm *llmtest.Server) []llmtest.AudioRequest {
+	var out []llmtest.AudioRequest
+	for _, r := range llm.AudioRequests() {
+		if strings.HasSuffix(r.Path, "/audio/transcriptions") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A real recording (espeak-ng speech, Ogg/Opus by opusenc) sent the way
+// Element sends a voice message, by the person's independent client (nio)
+// in an encrypted room: it reaches the transcription server byte for
+// byte, the thread shows "🎤 transcript", the model gets the transcript
+// as the person's words and answers, and (voice.reply when_spoken_to) the
+// answer also comes as an encrypted m.audio voice message that decrypts to
+// the speech server's bytes. Bad input: a transcription server answering
+// nonsense or HTTP 500 gets the person told, and no turn runs; a speech
+// server that is down leaves the text answer, with no audio, and the
+// thread's history goes on.
+func TestVoiceRecordingEncrypted(t *testing.T) {
+	e := newEnv(t)
+	llm := llmtest.NewServer(t)
+	tts := llmtest.NewServer(t) // the speech server, shut down later
+	alice := e.hs.RegisterUser(t, "alice")
+	voiceYAML := fmt.Sprintf("voice:\n  transcription:\n    base_url: %s\n  speech:\n    enabled: true\n    base_url: %s\n  reply: when_spoken_to\n", llm.URL, tts.URL)
+	cfg := e.config(e.secretRoomSetup(llm, alice).body(e) + voiceYAML)
+	var rec events
+	r := e.start(cfg, &rec, Options{PlaceholderDelay: 50 * time.Millisecond, EditInterval: 100 * time.Millisecond})
+	room := r.bot.w().rooms["secret"]
+	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
+	router, agent := e.userID("router"), e.userID("helper")
+
+	question, answer := "What is the capital of France?", "Paris is the capital of France."
+	recording, durationMS := speak(t, question)
+	spoken, _ := speak(t, answer)
+
+	llm.ScriptTranscriptions(llmtest.Transcription{Text: " " + question})
+	llm.Script(llmtest.Text(answer))
+	tts.ScriptSpeech(llmtest.Speech{Audio: spoken, ContentType: "audio/ogg"})
+	v := phone.SendVoice(t, room, recording, durationMS)
+
+	notice := phone.WaitMessage(t, room, hstest.Match{Sender: router, ThreadRoot: v, Contains: "🎤"})
+	testkit.Eventually(t, 30*time.Second, "the voice notice shows the transcript", func() bool {
+		notice = phone.WaitMessage(t, room, hstest.Match{EventID: notice.EventID})
+		return notice.FinalBody == voice.TranscriptText(question)
+	})
+	if notice.MsgType != string(event.MsgNotice) || !notice.Encrypted || notice.UndecryptableEdits > 0 {
+		t.Errorf("voice notice = %+v, want an encrypted m.notice whose edits decrypt", notice)
+	}
+	text := phone.WaitMessage(t, room, hstest.Match{Sender: agent, ThreadRoot: v, Contains: answer})
+	if text.MsgType == string(event.MsgAudio) || !text.Encrypted {
+		t.Errorf("text answer = %+v, want an encrypted text message before the spoken one", text)
+	}
+	stt := transcriptionRequests(llm)
+	if len(stt) != 1 {
+		t.Fatalf("%d transcription requests, want 1", len(stt))
+	}
+	if got := stt[0]; sha256.Sum256(got.File) != sha256.Sum256(recording) || got.FileContentType != "audio/ogg" || path.Ext(got.FileName) != ".ogg" {
+		t.Fatalf("the transcription server got %d bytes (sha256 %x) named %q of %s, want the %d-byte recording (sha256 %x), byte for byte, as .ogg of audio/ogg",
+			len(got.File), sha256.Sum256(got.File), got.FileName, got.FileContentType, len(recording), sha256.Sum256(recording))
+	}
+	if last := lastUserMessage(t, llm); !strings.Contains(last, question) || strings.Contains(last, "Voice message") {
+		t.Errorf("the model's user turn = %q, want the transcript (and not the file)", last)
+	}
+
+	audio := phone.WaitMessage(t, room, hstest.Match{Sender: agent, ThreadRoot: v, After: text.EventID})
+	if audio.MsgType != string(event.MsgAudio) || !audio.Encrypted || !audio.MediaEncrypted || audio.Body != answer {
+		t.Fatalf("spoken reply = %+v, want an encrypted m.audio with an encrypted file and the answer as its body", audio)
+	}
+	data, mimeType := phone.Download(t, room, audio.EventID)
+	if sha256.Sum256(data) != sha256.Sum256(spoken) || mimeType != "audio/ogg" {
+		t.Fatalf("decrypted %d bytes of %s, want the %d bytes of audio/ogg the speech server made", len(data), mimeType, len(spoken))
+	}
+	if speech := tts.AudioRequests(); len(speech) != 1 || speech[0].Input != answer || speech[0].ResponseFormat != "opus" {
+		t.Errorf("speech requests = %+v, want one for the answer, in Opus", speech)
+	}
+
+	// A transcription server that answers nonsense, then one that fails:
+	// the person is told each time, and no turn runs. A text message after
+	// them is answered (the room went on), and the model saw it as its
+	// second request only.
+	llm.ScriptTranscriptions(llmtest.Transcription{Garbage: "<html>502 Bad Gateway</html>"}, llmtest.Transcription{Status: 500, Body: "internal error"})
+	for range 2 {
+		bad := phone.SendVoice(t, room, recording, durationMS)
+		told := phone.WaitMessage(t, room, hstest.Match{Sender: router, ThreadRoot: bad, Contains: voiceUnavailable})
+		if !told.Encrypted || told.MsgType != string(event.MsgNotice) {
+			t.Errorf("failure notice = %+v, want an encrypted m.notice", told)
+		}
+	}
+	llm.Script(llmtest.Text("pong"))
+	ping := phone.SendText(t, room, "ping")
+	phone.WaitMessage(t, room, hstest.Match{Sender: agent, ThreadRoot: ping, Contains: "pong"})
+	if n := len(llm.Requests()); n != 2 {
+		t.Errorf("the model got %d requests, want 2 (the voice messages that were not transcribed start no turn)", n)
+	}
+	if stt := transcriptionRequests(llm); len(stt) != 3 || !bytes.Equal(stt[1].File, recording) || !bytes.Equal(stt[2].File, recording) {
+		t.Errorf("the transcription endpoint got %d requests, want 3 with the recording", len(stt))
+	}
+
+	// The speech server is down: the text answer arrives, no audio. The
+	// next message in the thread, queued behind the spoken reply, is
+	// answered next, with the voice message's transcript and answer in its
+	// history: nothing was lost.
+	tts.Close()
+	italy := "What is the capital of Italy?"
+	llm.ScriptTranscriptions(llmtest.Transcription{Text: italy})
+	llm.Script(llmtest.Text("Rome."), llmtest.Text("You asked about Italy."))
+	v2 := phone.SendVoice(t, room, recording, durationMS)
+	text2 := phone.WaitMessage(t, room, hstest.Match{Sender: agent, ThreadRoot: v2, Contains: "Rome."})
+	barrier := phone.Send(t, room, hstest.Outgoing{Body: "Which country did I ask about?", ThreadRoot: v2})
+	last := phone.WaitMessage(t, room, hstest.Match{Sender: agent, ThreadRoot: v2, Contains: "You asked about Italy."})
+	if next := phone.WaitMessage(t, room, hstest.Match{Sender: agent, ThreadRoot: v2, After: text2.EventID}); next.EventID != last.EventID {
+		t.Errorf("after the text answer the agent sent %+v, want the answer to %s next (no spoken reply: the speech server is down)", next, barrier)
+	}
+	if text2.MsgType == string(event.MsgAudio) {
+		t.Errorf("the text answer is %+v", text2)
+	}
+	var history strings.Builder
+	for _, m := range llm.LastRequest(t).Body.Messages {
+		history.WriteString(string(m.Content))
+	}
+	if h := history.String(); !strings.Contains(h, italy) || !strings.Contains(h, "Rome.") || !strings.Contains(h, "Which country did I ask about?") {
+		t.Errorf("the model's last request = %s, want the voice message's transcript and answer in the thread's history", h)
+	}
+	if n := len(tts.AudioRequests()); n != 1 {
+		t.Errorf("the speech server got %d requests, want 1 (it was down for the second)", n)
 	}
 }

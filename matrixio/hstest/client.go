@@ -554,6 +554,68 @@ func (c *Client) SendImage(t testing.TB, room id.RoomID, name, mimetype string, 
 	return res.EventID, res.ContentURI
 }
 
+// FileMessage is a file message for SendFile.
+type FileMessage struct {
+	MsgType  string // "m.file" when empty
+	Body     string // what clients show: the file's name, or "Voice message"
+	FileName string // the content's filename field (and the upload's name); none when empty
+	MimeType string // "application/octet-stream" when empty
+	Data     []byte
+	// Info holds more fields of the content's info (duration, w, h); mimetype and size are set
+	// from MimeType and Data.
+	Info map[string]any
+	// Content holds more fields of the content, set last (they replace what SendFile made).
+	Content map[string]any
+	// Voice, when set, makes it a voice message as Element sends one: info.duration, MSC1767's
+	// org.matrix.msc1767.text, .file and .audio (duration and waveform) and MSC3245's
+	// org.matrix.msc3245.voice flag.
+	Voice               *VoiceNote
+	ThreadRoot, ReplyTo id.EventID
+}
+
+// VoiceNote is the recording's part of a voice message (FileMessage.Voice).
+type VoiceNote struct {
+	DurationMS int
+	Waveform   []int // Element's thumbnail waveform, values 0..1024
+}
+
+// SendFile uploads m.Data (an encrypted attachment, as nio's upload with encrypt=True makes it,
+// when the room is encrypted) and sends it as m describes; it returns the event id and the
+// mxc:// URI of the upload. Only the Nio client has it (the JS client answers an unknown
+// command).
+func (c *Client) SendFile(t testing.TB, room id.RoomID, m FileMessage) (id.EventID, id.ContentURIString) {
+	t.Helper()
+	var res struct {
+		EventID    id.EventID          `json:"event_id"`
+		ContentURI id.ContentURIString `json:"content_uri"`
+	}
+	args := map[string]any{
+		"room_id": room, "msgtype": m.MsgType, "name": m.Body, "filename": m.FileName, "mimetype": m.MimeType,
+		"data": base64.StdEncoding.EncodeToString(m.Data), "info": m.Info, "content": m.Content,
+		"thread_root": m.ThreadRoot, "reply_to": m.ReplyTo,
+	}
+	if m.Voice != nil {
+		args["voice"] = map[string]any{"duration_ms": m.Voice.DurationMS, "waveform": m.Voice.Waveform}
+	}
+	c.call(t, "send_file", DefaultCommandTimeout, args, &res)
+	return res.EventID, res.ContentURI
+}
+
+// SendVoice sends an Ogg/Opus recording as a voice message the way Element's microphone button
+// does (m.audio named "Voice message", audio/ogg, its duration, a waveform, the MSC3245 voice
+// flag; an encrypted attachment in an encrypted room) and returns its event id. Nio only.
+func (c *Client) SendVoice(t testing.TB, room id.RoomID, ogg []byte, durationMS int) id.EventID {
+	t.Helper()
+	ev, _ := c.SendFile(t, room, FileMessage{
+		MsgType: "m.audio", Body: "Voice message", MimeType: "audio/ogg", Data: ogg,
+		Voice: &VoiceNote{DurationMS: durationMS, Waveform: voiceWaveform},
+	})
+	return ev
+}
+
+// voiceWaveform is a thumbnail waveform like the one Element sends with a voice message.
+var voiceWaveform = []int{0, 92, 310, 640, 880, 1024, 760, 512, 260, 128, 300, 700, 940, 610, 220, 40}
+
 // Download fetches the media of a message the client received (m.image, m.file, ...) and
 // returns its content, decrypted when it is an encrypted attachment, and its mimetype.
 func (c *Client) Download(t testing.TB, room id.RoomID, eventID id.EventID) ([]byte, string) {

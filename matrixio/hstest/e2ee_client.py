@@ -600,22 +600,48 @@ class E2EEClient:
 
     async def cmd_send_image(self, a):
         """Upload an image (encrypted when the room is) and send it as m.image."""
+        return await self.cmd_send_file(dict(a, msgtype="m.image", name=a.get("name") or "image"))
+
+    async def cmd_send_file(self, a):
+        """Upload data (base64; an encrypted attachment when the room is encrypted, as nio's
+        upload with encrypt=True makes it) and send it as a file message: msgtype (m.file when
+        empty), name as its body, info with mimetype and size plus the fields of info, the fields
+        of content added to the event's content, thread_root and reply_to as for send. voice
+        ({"duration_ms", "waveform"}) makes it a voice message as Element sends one: MSC1767's
+        text, file and audio, and MSC3245's voice flag. Returns the event id and the upload's
+        mxc:// URI."""
         self.need_login()
         room = self.room(a["room_id"])
         if room is None:
             raise CommandError(f"not in room {a['room_id']}")
         data = base64.b64decode(a["data"])
         mimetype = a.get("mimetype") or "application/octet-stream"
-        name = a.get("name") or "image"
-        resp, keys = await self.client.upload(io.BytesIO(data), content_type=mimetype, filename=name,
+        name = a.get("name") or "file"
+        upload_name = a.get("filename") or name
+        resp, keys = await self.client.upload(io.BytesIO(data), content_type=mimetype, filename=upload_name,
                                               encrypt=room.encrypted, filesize=len(data))
         if not isinstance(resp, UploadResponse):
             raise CommandError(f"upload failed: {why(resp)}")
-        content = {"msgtype": "m.image", "body": name, "info": {"mimetype": mimetype, "size": len(data)}}
+        content = self.message_content(dict(a, msgtype=a.get("msgtype") or "m.file", body=name, html=""))
+        content["info"] = dict(a.get("info") or {}, mimetype=mimetype, size=len(data))
+        if a.get("filename"):
+            content["filename"] = a["filename"]
+        media = {}
         if room.encrypted:
-            content["file"] = dict(keys, url=resp.content_uri, mimetype=mimetype)
+            media["file"] = dict(keys, url=resp.content_uri, mimetype=mimetype)
         else:
-            content["url"] = resp.content_uri
+            media["url"] = resp.content_uri
+        content.update(media)
+        voice = a.get("voice")
+        if voice is not None:
+            duration = int(voice.get("duration_ms") or 0)
+            content["info"]["duration"] = duration
+            content["org.matrix.msc1767.text"] = name
+            content["org.matrix.msc1767.file"] = dict(media, name=upload_name, mimetype=mimetype, size=len(data))
+            content["org.matrix.msc1767.audio"] = {"duration": duration, "waveform": list(voice.get("waveform") or [])}
+            content["org.matrix.msc3245.voice"] = {}
+        for k, v in (a.get("content") or {}).items():
+            content[k] = v
         event_id = await self.room_send(a["room_id"], content)
         return {"event_id": event_id, "content_uri": resp.content_uri}
 
