@@ -17,11 +17,12 @@ import (
 )
 
 // The operator's flow for accounts through an application service, on
-// Dendrite: hookroom appservice registration writes the registration file
-// and the tokens, the homeserver loads the file (restarted with it),
-// config.yaml reads the tokens through ${VAR} and has no shared secret,
-// and hookroom run registers and logs in the router and the agent through
-// the service, provisions the encrypted room, and the agent answers the
+// Dendrite: hookroom init --accounts appservice writes config.yaml, the
+// tokens in hookroom.env and the registration file (hookroom appservice
+// registration, run on that config, gives the same file), the homeserver
+// loads the file (restarted with it), and hookroom run registers and logs
+// in the router and the agent through the service (no password, no shared
+// secret), provisions the encrypted room, and the agent answers the
 // operator there.
 func TestAppServiceRegistrationThenRun(t *testing.T) {
 	hs := hstest.Start(t) // skips under -short
@@ -30,55 +31,48 @@ func TestAppServiceRegistrationThenRun(t *testing.T) {
 	op := hs.RegisterUser(t, "operator")
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
-	writeConfig := func(registration string) {
-		t.Helper()
-		text := fmt.Sprintf(`data_dir: ./data
-log: {level: debug, format: json}
-matrix:
-  homeserver: %q
-  server_name: %q
-%s  router: {username: %q}
-models:
-  default: {provider: echo}
-rooms:
-  lobby:
-    alias: %q
-    invite: [%q]
-agents:
-  assistant:
-    username: %q
-    rooms: [lobby]
-authorization:
-  global_users: [%q]
-http:
-  listen: 127.0.0.1:0
-`, hs.URL, hs.ServerName, registration, localpart("router"), localpart("lobby"), op.UserID, localpart("assistant"), op.UserID)
-		if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 
-	// 1. The registration, before config.yaml has any registration method.
-	writeConfig("")
-	regPath, envPath := filepath.Join(dir, "hookroom-registration.yaml"), filepath.Join(dir, "hookroom.env")
-	code, stdout, stderr := runCLI("appservice", "registration", "--config", cfgPath, "--out", regPath, "--env", envPath)
+	// 1. hookroom init, against the running homeserver.
+	code, stdout, stderr := runCLI("init", "--homeserver", hs.URL, "--server-name", hs.ServerName, "--accounts", "appservice",
+		"--agent", localpart("assistant"), "--router", localpart("router"), "--room", localpart("lobby"),
+		"--invite", string(op.UserID), "--listen", "127.0.0.1:0", "--config", cfgPath)
 	if code != 0 {
-		t.Fatalf("hookroom appservice registration exited %d: %s", code, stderr)
+		t.Fatalf("hookroom init exited %d: %s%s", code, stdout, stderr)
 	}
+	regPath, envPath := filepath.Join(dir, "hookroom-registration.yaml"), filepath.Join(dir, "hookroom.env")
 	env := readEnvFile(t, envPath)
 	asToken := env["HOOKROOM_AS_TOKEN"]
 	if len(asToken) != 64 || strings.Contains(stdout+stderr, asToken) {
 		t.Fatalf("the as_token is not in the env file only:\n%s%s", stdout, stderr)
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	// The log as JSON lines, for the assertions below.
+	text, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = []byte(strings.Replace(string(text), "format: console", "format: json", 1))
+	if err := os.WriteFile(cfgPath, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// hookroom appservice registration on that config reuses its tokens:
+	// the same file.
+	regAgain := filepath.Join(dir, "again.yaml")
+	if code, _, stderr := runCLI("appservice", "registration", "--config", cfgPath, "--out", regAgain); code != 0 {
+		t.Fatalf("hookroom appservice registration exited %d: %s", code, stderr)
+	}
+	want, _ := os.ReadFile(regPath)
+	if got, _ := os.ReadFile(regAgain); string(got) != string(want) || len(want) == 0 {
+		t.Errorf("hookroom appservice registration wrote\n%s\nhookroom init wrote\n%s", got, want)
 	}
 
 	// 2. The homeserver loads it (restarted, as an operator would).
 	hs.AddAppService(t, regPath)
 
 	// 3. config.yaml reads the tokens from the env file; no shared secret.
-	writeConfig("  registration:\n    appservice:\n      as_token: ${HOOKROOM_AS_TOKEN}\n      hs_token: ${HOOKROOM_HS_TOKEN}\n")
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
 	if code, _, stderr := runCLI("check", "--config", cfgPath); code != 0 {
 		t.Fatalf("hookroom check exited %d: %s", code, stderr)
 	}

@@ -35,6 +35,7 @@ const (
 	envRegistrationToken = "HOOKROOM_REGISTRATION_TOKEN"
 	envAdminToken        = "HOOKROOM_ADMIN_TOKEN"
 	initEnvFile          = "hookroom.env"
+	initRegistrationFile = "hookroom-registration.yaml"
 	initCheckTimeout     = 15 * time.Second
 )
 
@@ -71,10 +72,13 @@ const initUsage = `Usage: hookroom init --homeserver URL [flags]
 
 Writes a working config.yaml for an existing homeserver, and its secrets to
 hookroom.env next to it (mode 0600). Creates no account: hookroom run does.
+With --accounts appservice it also writes hookroom-registration.yaml, the
+application service registration to add to the homeserver (no password and
+no shared secret: hookroom registers its accounts through the service).
 
 Required: --homeserver, and for --accounts shared-secret (the default)
 --shared-secret or --secret-env, for registration-token --registration-token
-or --secret-env.
+or --secret-env; appservice needs no secret.
 
 `
 
@@ -94,7 +98,7 @@ func runInit(ctx context.Context, args []string, sys initIO) int {
 	var o initOptions
 	fs.StringVar(&o.homeserver, "homeserver", "", "the homeserver's client API URL, e.g. https://matrix.example.org (required)")
 	fs.StringVar(&o.serverName, "server-name", "", "the server part of user ids (default: asked from the homeserver, else the URL's host)")
-	fs.StringVar(&o.accounts, "accounts", "shared-secret", "how hookroom run creates its accounts: shared-secret | registration-token")
+	fs.StringVar(&o.accounts, "accounts", "shared-secret", "how hookroom run creates its accounts: shared-secret | registration-token | appservice")
 	fs.StringVar(&o.sharedSecret, "shared-secret", "", "the homeserver's registration shared secret (prefer --secret-env: arguments show in ps)")
 	fs.StringVar(&o.token, "registration-token", "", "a registration token (prefer --secret-env)")
 	fs.StringVar(&o.secretEnv, "secret-env", "", "read the shared secret or registration token from this environment variable")
@@ -143,7 +147,7 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 	}
 	if o.homeserver == "" {
 		return errors.New("--homeserver is required (e.g. --homeserver https://matrix.example.org); " +
-			"also give --shared-secret or --secret-env (or --accounts registration-token with --registration-token), " +
+			"also give --shared-secret or --secret-env (or --accounts registration-token with --registration-token, or --accounts appservice), " +
 			"and --invite @you:server; hookroom init -h lists every flag")
 	}
 	if err := ask(&o.invite, "Your Matrix user id, invited to the room and allowed everywhere (@you:server, empty: nobody yet)"); err != nil {
@@ -183,11 +187,17 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 		if o.sharedSecret != "" {
 			return errors.New("--shared-secret needs --accounts shared-secret")
 		}
+	case "appservice":
+		// The tokens are made here; nothing to give.
+		if o.sharedSecret != "" || o.token != "" || o.secretEnv != "" {
+			return errors.New("--accounts appservice needs no secret: hookroom init generates the application service's tokens " +
+				"(drop --shared-secret, --registration-token and --secret-env)")
+		}
 	case "access-token":
 		return errors.New("--accounts access-token is not supported by hookroom init yet: " +
 			"write the account blocks by hand (docs/operations.md, existing accounts)")
 	default:
-		return fmt.Errorf("--accounts %q: want shared-secret or registration-token", o.accounts)
+		return fmt.Errorf("--accounts %q: want shared-secret, registration-token or appservice", o.accounts)
 	}
 	if o.secretEnv != "" {
 		if secret != "" {
@@ -199,7 +209,7 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 		}
 		secret = v
 	}
-	if secret == "" {
+	if secret == "" && o.accounts != "appservice" {
 		if o.accounts == "shared-secret" {
 			return errors.New("--accounts shared-secret needs the homeserver's registration shared secret: " +
 				"--secret-env NAME (the variable holding it) or --shared-secret VALUE")
@@ -212,8 +222,13 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 
 	cfgPath := o.configPath
 	envPath := filepath.Join(filepath.Dir(cfgPath), initEnvFile)
+	regPath := filepath.Join(filepath.Dir(cfgPath), initRegistrationFile)
+	files := []string{cfgPath, envPath}
+	if o.accounts == "appservice" {
+		files = append(files, regPath)
+	}
 	if !o.force {
-		for _, p := range []string{cfgPath, envPath} {
+		for _, p := range files {
 			if _, err := os.Lstat(p); err == nil {
 				return fmt.Errorf("%s exists: hookroom init does not overwrite it without --force", p)
 			} else if !errors.Is(err, os.ErrNotExist) {
@@ -259,9 +274,22 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 	if _, err := rand.Read(adminToken); err != nil {
 		return err
 	}
-	env := map[string]string{secretKey: secret, envAdminToken: hex.EncodeToString(adminToken)}
+	env := map[string]string{envAdminToken: hex.EncodeToString(adminToken)}
+	secretKeys := []string{secretKey}
+	if o.accounts == "appservice" {
+		secretKeys = []string{envASToken, envHSToken}
+		for _, k := range secretKeys {
+			tok := make([]byte, 32)
+			if _, err := rand.Read(tok); err != nil {
+				return err
+			}
+			env[k] = hex.EncodeToString(tok)
+		}
+	} else {
+		env[secretKey] = secret
+	}
 	cfgText := initConfigText(o, model.yaml, secretKey)
-	envText := initEnvText(o, secretKey, env, model.keyEnv)
+	envText := initEnvText(o, secretKeys, env, model.keyEnv)
 	lookup := func(name string) (string, bool) {
 		if v, ok := env[name]; ok {
 			return v, true
@@ -288,11 +316,32 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 	if err != nil {
 		return fmt.Errorf("bug: %s as written does not load: %w", cfgPath, err)
 	}
+	if o.accounts == "appservice" {
+		// The registration of the accounts just configured, with the
+		// tokens of the env file (none generated: config.yaml has both).
+		reg, generated, err := registrationFor(cfg)
+		if err == nil && len(generated) > 0 {
+			err = errors.New("tokens missing from the configuration")
+		}
+		var data []byte
+		if err == nil {
+			data, err = reg.Marshal()
+		}
+		if err != nil {
+			return fmt.Errorf("bug: the application service registration of %s: %w", cfgPath, err)
+		}
+		if err := writeFileAtomic(regPath, data, 0o600); err != nil {
+			return err
+		}
+	}
 
 	w := sys.stdout
 	fmt.Fprintf(w, "The homeserver at %s answers (Matrix %s); server name %s (%s).\n",
 		o.homeserver, latestVersion(versions), o.serverName, serverNameFrom)
 	fmt.Fprintf(w, "Wrote %s and %s (its secrets, mode 0600).\n", cfgPath, envPath)
+	if o.accounts == "appservice" {
+		fmt.Fprintf(w, "Wrote %s (the application service registration, mode 0600: it holds hookroom's token).\n", regPath)
+	}
 	fmt.Fprintf(w, "hookroom run keeps its database in %s (data_dir: --data-dir): the user it runs as must be able to write there.\n\n",
 		cfg.DataDir)
 	if model.keyEnv != "" {
@@ -301,7 +350,14 @@ func initConfig(ctx context.Context, o initOptions, sys initIO) error {
 	if o.invite == "" {
 		fmt.Fprintln(w, "Nobody may talk to the agent yet: add your user id to authorization.global_users and rooms.lobby.invite.")
 	}
-	fmt.Fprintf(w, "Next steps:\n  set -a; . %s; set +a\n  hookroom check --config %s\n  hookroom run --config %s\n",
+	fmt.Fprintf(w, "Next steps:\n")
+	if o.accounts == "appservice" {
+		fmt.Fprintf(w, "  Copy %s to the homeserver's machine, list it in its configuration and restart it:\n"+
+			"    Synapse  (homeserver.yaml): app_service_config_files: [/path/to/%s]\n"+
+			"    Dendrite (dendrite.yaml):   app_service_api: {config_files: [/path/to/%s]}\n",
+			regPath, initRegistrationFile, initRegistrationFile)
+	}
+	fmt.Fprintf(w, "  set -a; . %s; set +a\n  hookroom check --config %s\n  hookroom run --config %s\n",
 		shellQuote(envPath), shellQuote(cfgPath), shellQuote(cfgPath))
 	fmt.Fprintf(w, "hookroom run creates the accounts and the room")
 	if o.invite != "" {
@@ -389,9 +445,12 @@ func initConfigText(o initOptions, models, secretKey string) string {
 matrix:
 `)
 	fmt.Fprintf(&b, "  homeserver: %s\n  server_name: %s\n  registration:\n", yamlString(o.homeserver), yamlString(o.serverName))
-	if secretKey == envSharedSecret {
+	switch {
+	case o.accounts == "appservice":
+		fmt.Fprintf(&b, "    appservice:\n      as_token: ${%s}\n      hs_token: ${%s}\n", envASToken, envHSToken)
+	case secretKey == envSharedSecret:
 		fmt.Fprintf(&b, "    shared_secret: ${%s}\n", secretKey)
-	} else {
+	default:
 		fmt.Fprintf(&b, "    token: ${%s}\n", secretKey)
 	}
 	fmt.Fprintf(&b, "  router:\n    username: %s\n    display_name: Router\n", yamlString(o.router))
@@ -427,11 +486,16 @@ http:
 
 // initEnvText is hookroom.env: KEY=value lines (shell and systemd
 // EnvironmentFile= read them), the API key's as a commented placeholder.
-func initEnvText(o initOptions, secretKey string, env map[string]string, keyEnv string) string {
+func initEnvText(o initOptions, secretKeys []string, env map[string]string, keyEnv string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by hookroom init: the secrets %s reads. Keep it private.\n", filepath.Base(o.configPath))
 	b.WriteString("# Load it with: set -a; . ./" + initEnvFile + "; set +a   (or systemd's EnvironmentFile=)\n")
-	fmt.Fprintf(&b, "%s=%s\n", secretKey, shellQuote(env[secretKey]))
+	if o.accounts == "appservice" {
+		b.WriteString("# The application service's tokens, also in " + initRegistrationFile + " (the homeserver's copy).\n")
+	}
+	for _, k := range secretKeys {
+		fmt.Fprintf(&b, "%s=%s\n", k, shellQuote(env[k]))
+	}
 	b.WriteString("# The bearer token of the admin API and the console's sign-in.\n")
 	fmt.Fprintf(&b, "%s=%s\n", envAdminToken, env[envAdminToken])
 	if keyEnv != "" {

@@ -344,3 +344,75 @@ func TestInitDataDir(t *testing.T) {
 		t.Errorf("a refused init wrote %v", entries)
 	}
 }
+
+// --accounts appservice needs no secret: init generates both tokens into
+// hookroom.env, points config.yaml at them and writes the registration
+// file the homeserver loads, with the same tokens and a namespace holding
+// exactly the router and the agent.
+func TestInitAppService(t *testing.T) {
+	hs := fakeHomeserver(t, true) // no shared-secret endpoint: the appservice needs none
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	code, stdout, stderr := runInitTest(t, nil, "--homeserver", hs.URL, "--accounts", "appservice",
+		"--agent", "helper", "--router", "hookbot", "--config", cfgPath)
+	if code != 0 {
+		t.Fatalf("init exited %d: %s", code, stderr)
+	}
+	env := readEnvFile(t, filepath.Join(dir, initEnvFile))
+	as, hsTok := env[envASToken], env[envHSToken]
+	if len(as) != 64 || len(hsTok) != 64 || as == hsTok {
+		t.Fatalf("tokens in hookroom.env: as %d chars, hs %d chars, equal %v", len(as), len(hsTok), as == hsTok)
+	}
+	regPath := filepath.Join(dir, initRegistrationFile)
+	fi, err := os.Stat(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", regPath, fi.Mode().Perm())
+	}
+	reg, _ := os.ReadFile(regPath)
+	for _, want := range []string{"as_token: " + as, "hs_token: " + hsTok, "sender_localpart: hookbot",
+		`^@(?:helper|hookbot):example\.org$`} {
+		if !strings.Contains(string(reg), want) {
+			t.Errorf("the registration lacks %q:\n%s", want, reg)
+		}
+	}
+	for _, secret := range []string{as, hsTok, env[envAdminToken]} {
+		if strings.Contains(stdout+stderr, secret) {
+			t.Errorf("init printed a secret:\n%s%s", stdout, stderr)
+		}
+	}
+	for _, want := range []string{regPath, "app_service_config_files", "app_service_api"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	data, _ := os.ReadFile(cfgPath)
+	cfg, err := config.Parse(data, cfgPath, config.WithLookupEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+	if err != nil {
+		t.Fatalf("the config does not parse: %v", err)
+	}
+	r := cfg.Matrix.Registration
+	if r.AppService.ASToken.Reveal() != as || r.AppService.HSToken.Reveal() != hsTok || r.SharedSecret.IsSet() || r.Token.IsSet() {
+		t.Errorf("config.yaml's registration is not the appservice's tokens alone:\n%s", data)
+	}
+
+	// A second run refuses to overwrite the registration too.
+	if err := os.Remove(cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, initEnvFile)); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runInitTest(t, nil, "--homeserver", hs.URL, "--accounts", "appservice", "--config", cfgPath)
+	if code == 0 || !strings.Contains(stderr, regPath+" exists") {
+		t.Errorf("init over a registration file exited %d: %s", code, stderr)
+	}
+	// And a secret makes no sense with it.
+	code, _, stderr = runInitTest(t, nil, "--homeserver", hs.URL, "--accounts", "appservice", "--shared-secret", "x",
+		"--config", filepath.Join(t.TempDir(), "config.yaml"))
+	if code == 0 || !strings.Contains(stderr, "needs no secret") {
+		t.Errorf("init --accounts appservice with a shared secret exited %d: %s", code, stderr)
+	}
+}
