@@ -389,3 +389,34 @@ func TestHybridSearch(t *testing.T) {
 		}
 	})
 }
+
+// Another Index on the same database (hookroom knowledge reindex next to
+// the server) re-indexes a base: the server's Index ranks by the new
+// vectors at its next search, though it changed nothing itself.
+func TestVectorsFollowAnotherIndexer(t *testing.T) {
+	dbtest.ForDialects(t, func(t *testing.T, d dbtest.Dialect) {
+		dir := t.TempDir()
+		writeFile(t, dir, "cars.md", "# Cars\n\nChange the oil every year.\n")
+		writeFile(t, dir, "pets.md", "# Pets\n\nDogs need a walk every day.\n")
+		semantic := make([]float32, 64)
+		semantic[7] = 1
+		const query = "how often should my puppy go outside"
+		emb := &bowEmbedder{fixed: map[string][]float32{
+			"Cars\n# Cars\n\nHounds stroll twice daily.": semantic,
+			query: semantic,
+		}}
+		server, db := newIndex(t, d, dir, emb, nil)
+		reindex(t, server, "docs", false)
+		search(t, server, query, 1) // loads the vectors
+		cli := New(db, server.Options(), emb)
+		cli.now = func() time.Time { return time.Now().Add(time.Second) } // a later indexing, whatever the clock's resolution
+		// The edited file's chunk gets a new row (not the last one's id).
+		writeFile(t, dir, "cars.md", "# Cars\n\nHounds stroll twice daily.\n")
+		if rep := reindex(t, cli, "docs", false); rep.Changed != 1 {
+			t.Fatalf("the other Index's reindex: %+v", rep)
+		}
+		if hits := search(t, server, query, 1); len(hits) != 1 || !strings.Contains(hits[0].Text, "Hounds") {
+			t.Fatalf("after another Index re-indexed: hits %v; want the new passage by its vector", hits)
+		}
+	})
+}

@@ -171,6 +171,10 @@ func (ix *Index) fullText(ctx context.Context, bases, terms []string, limit int)
 
 // vectorSet is the vectors of one base's chunks, held in memory.
 type vectorSet struct {
+	// stamp is the base's last indexing time (knowledge_base.indexed_at)
+	// when the vectors were loaded: another Index on the database (hookroom
+	// knowledge reindex next to the server) changes it.
+	stamp int64
 	rids  []int64
 	vecs  [][]float32
 	norms []float64
@@ -182,11 +186,16 @@ func (ix *Index) dropVectors(base string) {
 	delete(ix.vectors, base)
 }
 
-// vectorsOf returns base's vectors, loading them on first use.
+// vectorsOf returns base's vectors, loading them on first use and again
+// after any Index on the database re-indexed the base.
 func (ix *Index) vectorsOf(ctx context.Context, base string) (*vectorSet, error) {
 	ix.vecMu.Lock()
 	defer ix.vecMu.Unlock()
-	if vs := ix.vectors[base]; vs != nil {
+	var stamp int64
+	if err := ix.db.QueryRow(ctx, `SELECT COALESCE(MAX(indexed_at), 0) FROM knowledge_base WHERE base=$1`, base).Scan(&stamp); err != nil {
+		return nil, fmt.Errorf("failed to load the vectors of %s: %w", base, err)
+	}
+	if vs := ix.vectors[base]; vs != nil && vs.stamp == stamp {
 		return vs, nil
 	}
 	rows, err := ix.db.Query(ctx, `SELECT rid, embedding FROM knowledge_chunk WHERE base=$1 AND embedding IS NOT NULL ORDER BY rid`, base)
@@ -194,7 +203,7 @@ func (ix *Index) vectorsOf(ctx context.Context, base string) (*vectorSet, error)
 		return nil, fmt.Errorf("failed to load the vectors of %s: %w", base, err)
 	}
 	defer rows.Close()
-	vs := &vectorSet{}
+	vs := &vectorSet{stamp: stamp}
 	for rows.Next() {
 		var rid int64
 		var raw []byte
