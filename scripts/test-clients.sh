@@ -12,6 +12,8 @@
 #                                         pinned by the committed package-lock.json) that the MCP tests run
 #   scripts/test-clients.sh install-browser  Debian's chromium (apt), the headless browser the
 #                                         console's tests drive (internal/browsertest); root or sudo
+#   scripts/test-clients.sh install-voice Debian's espeak-ng and opus-tools (apt): the voice tests
+#                                         record real speech and encode it as Ogg/Opus; root or sudo
 #
 # Unattended (no stdin) and idempotent: a step that is already done costs a check. install-js and
 # install-mcp run npm ci again only when package.json, package-lock.json or the node version changed
@@ -55,6 +57,22 @@ install_browser() {
   if command -v chromium >/dev/null; then return 0; fi
   apt_install chromium
   command -v chromium >/dev/null || die "chromium installed but not on PATH"
+}
+
+install_voice() {
+  if command -v espeak-ng >/dev/null && command -v opusenc >/dev/null; then return 0; fi
+  say "installing espeak-ng and opus-tools (apt)"
+  local log t0=$SECONDS
+  log="$(mktemp)"
+  if ! apt_install espeak-ng opus-tools >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    die "apt-get install espeak-ng opus-tools failed (output above)"
+  fi
+  rm -f "$log"
+  command -v espeak-ng >/dev/null && command -v opusenc >/dev/null ||
+    die "espeak-ng and opus-tools installed but espeak-ng or opusenc is not on PATH"
+  say "installed in $((SECONDS - t0)) s"
 }
 
 install_js() {
@@ -101,10 +119,11 @@ install_mcp() {
 }
 
 case "${1:-}" in
-install) install_nio; install_js; install_mcp; install_browser ;;
+install) install_nio; install_js; install_mcp; install_browser; install_voice ;;
 install-nio) install_nio ;;
 install-js) install_js ;;
 install-mcp) install_mcp ;;
 install-browser) install_browser ;;
-*) echo "usage: $0 install | install-nio | install-js | install-mcp | install-browser" >&2; exit 2 ;;
+install-voice) install_voice ;;
+*) echo "usage: $0 install | install-nio | install-js | install-mcp | install-browser | install-voice" >&2; exit 2 ;;
 esac
