@@ -28,6 +28,8 @@
 // creates or migrates its tables, removes bases no longer configured, and
 // starts a watcher that indexes every base in the background and re-indexes
 // one shortly after a file under its folders changes; Close stops it.
+// OpenIndex opens the same index without a watcher, for hookroom
+// knowledge reindex and status next to a running server.
 //
 // # Hooks, tools, commands
 //
