@@ -359,6 +359,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	b.state.Store(w)
+	b.mx.SetVerification(b.verificationPolicy()) // verify.go
 	b.emitLifecycle(ctx, hooks.AgentStarted, "")
 
 	// Turn traces are saved from before the first turn (a replayed one)

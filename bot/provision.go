@@ -198,6 +198,7 @@ func (b *Bot) provisionRooms(ctx context.Context, w *world) error {
 			log.Warn().Err(err).Msg("failed to forget rooms removed from the configuration")
 		}
 	}
+	b.syncSpace(ctx, w) // space.go
 	log.Info().Int("rooms", len(plans)).Int("remembered", len(plans)-len(todo)).Int("provisioned", len(todo)).
 		Dur("took", time.Since(start)).Msg("rooms provisioned")
 	return nil

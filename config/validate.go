@@ -133,6 +133,14 @@ func (v *validator) matrix() {
 	if rk := m.Encryption.RecoveryKey; rk != "" && utils.DecodeBase58RecoveryKey(rk.Reveal()) == nil {
 		v.errorf("matrix.encryption.recovery_key", "is not a recovery key (48 base58 characters in groups of four, as `hookroom e2ee recovery-key` prints)")
 	}
+	if m.Encryption.Verification != "" {
+		v.oneOf("matrix.encryption.verification", m.Encryption.Verification, VerificationAdmins, VerificationOff)
+	}
+	if sp := m.Space; sp != nil && sp.Alias != "" {
+		if _, server, ok := strings.Cut(strings.TrimPrefix(sp.Alias, "#"), ":"); strings.HasPrefix(sp.Alias, "#") && (!ok || server != m.ServerName) {
+			v.errorf("matrix.space.alias", "%q must be a localpart or an alias on matrix.server_name (%s)", sp.Alias, m.ServerName)
+		}
+	}
 	if m.Encryption.KeyBackup != nil && m.Encryption.RecoveryKey == "" {
 		v.errorf("matrix.encryption.key_backup", "needs matrix.encryption.recovery_key (the key backup is encrypted with it)")
 	}

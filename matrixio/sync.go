@@ -230,6 +230,7 @@ func (a *Account) Run(ctx context.Context, sink EventSink) error {
 		if ctx.Err() != nil {
 			break
 		}
+		a.handleVerification(ctx, resp, &batch) // verify.go
 		if batch.Initial || !batch.Empty() {
 			if err := sink.HandleSync(ctx, a.userID, batch); err != nil {
 				if ctx.Err() != nil {

@@ -221,6 +221,7 @@ const commands = {
     if (state.client) throw new CommandError("already logged in");
     const { url, user_id: userId } = a;
     if (a.password) secrets.add(a.password);
+    state.password = a.password || "";
     const timeoutMs = a.timeout_ms ?? 30000;
     let session = a.store_dir ? await store.loadSession(a.store_dir) : null;
     if (session && session.user_id !== userId) {
@@ -524,6 +525,104 @@ const commands = {
       if (e instanceof CommandError) throw new CommandError(`${e.message}; ${describeRoom(a.room_id)}`);
       throw e;
     }
+  },
+
+  // bootstrap_cross_signing gives this user cross-signing keys (master, self-signing and
+  // user-signing; uploaded with the login password), so it can verify other users.
+  async bootstrap_cross_signing() {
+    const client = need();
+    const crypto = client.getCrypto();
+    await crypto.bootstrapCrossSigning({
+      authUploadDeviceSigningKeys: async (makeRequest) => {
+        await makeRequest({
+          type: "m.login.password",
+          identifier: { type: "m.id.user", user: client.getUserId() },
+          password: state.password,
+        });
+      },
+    });
+    const status = await crypto.getCrossSigningStatus();
+    return { ready: await crypto.isCrossSigningReady(), private_keys_cached: status.privateKeysCachedLocally.masterKey };
+  },
+
+  // verify_user asks user_id to verify in room_id (Element's "Verify user": an in-room request),
+  // waits until the other side accepts, starts emoji (SAS) verification and returns the emoji
+  // and decimals this client shows. verify_confirm then confirms them.
+  async verify_user(a) {
+    const client = need();
+    const crypto = client.getCrypto();
+    const timeoutMs = a.timeout_ms ?? 30000;
+    await crypto.getUserDeviceInfo([a.user_id], true);
+    const request = await crypto.requestVerificationDM(a.user_id, a.room_id);
+    state.verification = { request, verifier: null, sas: null, done: null };
+    request.on("change", () => notify());
+    // Phases: 3 ready, 4 started, 5 cancelled, 6 done.
+    const phase = await waitFor(() => (request.phase >= 3 ? request.phase : 0), timeoutMs, `${a.user_id} to accept the verification`);
+    if (phase === 5) {
+      throw new CommandError(`verification cancelled: ${request.cancellationCode || ""}`);
+    }
+    const verifier = await request.startVerification("m.sas.v1");
+    state.verification.verifier = verifier;
+    verifier.on("show_sas", (sas) => {
+      state.verification.sas = sas;
+      notify();
+    });
+    state.verification.done = verifier.verify().then(
+      () => "done",
+      (e) => `failed: ${e.message}`,
+    );
+    state.verification.done.then(() => notify());
+    const sas = await waitFor(
+      () => state.verification.sas || verifier.getShowSasCallbacks() || (request.phase === 5 ? { cancelled: true } : null),
+      timeoutMs,
+      "the emoji to compare",
+    );
+    if (sas.cancelled) throw new CommandError(`verification cancelled: ${request.cancellationCode || ""}`);
+    state.verification.sas = sas;
+    return {
+      emoji: (sas.sas.emoji || []).map(([emoji, name]) => ({ emoji, name })),
+      decimals: sas.sas.decimal || [],
+    };
+  },
+
+  // verify_confirm confirms the emoji verify_user returned and waits until the verification is done.
+  async verify_confirm(a) {
+    need();
+    const v = state.verification;
+    if (!v?.sas) throw new CommandError("no verification shows emoji: send verify_user first");
+    await v.sas.confirm();
+    const outcome = await Promise.race([
+      v.done,
+      new Promise((resolve) => setTimeout(() => resolve("timed out"), a.timeout_ms ?? 30000)),
+    ]);
+    if (outcome !== "done") throw new CommandError(`verification not done: ${outcome}`);
+    return { phase: v.request.phase };
+  },
+
+  // verify_request asks user_id to verify in room_id and waits for the answer: accepted (phase 3)
+  // or cancelled (phase 5, with the other side's code).
+  async verify_request(a) {
+    const client = need();
+    const crypto = client.getCrypto();
+    await crypto.getUserDeviceInfo([a.user_id], true);
+    const request = await crypto.requestVerificationDM(a.user_id, a.room_id);
+    request.on("change", () => notify());
+    const phase = await waitFor(() => (request.phase >= 3 ? request.phase : 0), a.timeout_ms ?? 30000, `${a.user_id} to answer the verification request`);
+    return { phase, cancelled: phase === 5, code: request.cancellationCode || "" };
+  },
+
+  // verification_status says how this client sees user_id and its device_id: whether the user's
+  // identity is verified (signed by this user's user-signing key) and the device cross-signed.
+  async verification_status(a) {
+    const crypto = need().getCrypto();
+    await crypto.getUserDeviceInfo([a.user_id], true);
+    const user = await crypto.getUserVerificationStatus(a.user_id);
+    const dev = a.device_id ? await crypto.getDeviceVerificationStatus(a.user_id, a.device_id) : null;
+    return {
+      user_verified: user.isCrossSigningVerified(),
+      device_cross_signing_verified: Boolean(dev?.crossSigningVerified),
+      device_signed_by_owner: Boolean(dev?.signedByOwner),
+    };
   },
 
   async close() {
