@@ -20,10 +20,11 @@ import (
 // A team turn (Spec.Team) answers with several agents (package team): the
 // members run as sub-agents — each with its own model, tools and
 // instructions, the turn's system-enrichment block added to its system
-// prompt — and the leader writes the reply, which streams into the turn's
-// placeholder like a single model's text. The steps are recorded under the
-// message (team.Store), so a replay after a crash reuses the member
-// answers that completed. 🛑 cancels the turn's context, which every
+// prompt — and the leader (a member, or the team's own model, the block
+// added to its system prompt as well) writes the reply, which streams into
+// the turn's placeholder like a single model's text. The steps are
+// recorded under the message (team.Store), so a replay after a crash
+// reuses the member answers that completed. 🛑 cancels the turn's context, which every
 // member's run derives from: no model call starts after it, and the turn
 // ends once, as any turn does.
 
@@ -57,6 +58,15 @@ func (t *turn) runTeam(ctx context.Context, et enrich.Turn) (*agents.RunResult, 
 		}
 		members[name] = m
 	}
+	var leader *team.Member
+	if ts.Leader != nil {
+		// The team's own leader gets the block too.
+		l := *ts.Leader
+		if et.System != "" {
+			l.System = strings.TrimSpace(l.System + "\n\n" + et.System)
+		}
+		leader = &l
+	}
 	var traceMu sync.Mutex
 	runner := &team.AgentRunner{
 		Agent: func(name hooks.AgentName) (team.Member, bool) {
@@ -64,10 +74,10 @@ func (t *turn) runTeam(ctx context.Context, et enrich.Turn) (*agents.RunResult, 
 			return m, ok
 		},
 		Leader: func(hooks.AgentName) (team.Member, bool) {
-			if ts.Leader == nil {
+			if leader == nil {
 				return team.Member{}, false
 			}
-			return *ts.Leader, true
+			return *leader, true
 		},
 		Hooks: t.reg,
 		Run: func(_ hooks.AgentName, req *agents.RunRequest) {
