@@ -374,6 +374,9 @@ func transcriptionRequests(llm *llmtest.Server) []llmtest.AudioRequest {
 // thread's history goes on.
 func TestVoiceRecordingEncrypted(t *testing.T) {
 	e := newEnv(t)
+	question, answer := "What is the capital of France?", "Paris is the capital of France."
+	recording, durationMS := speak(t, question)
+	spoken, _ := speak(t, answer)
 	llm := llmtest.NewServer(t)
 	tts := llmtest.NewServer(t) // the speech server, shut down later
 	alice := e.hs.RegisterUser(t, "alice")
@@ -384,10 +387,6 @@ func TestVoiceRecordingEncrypted(t *testing.T) {
 	room := r.bot.w().rooms["secret"]
 	phone := e.joinEncrypted(t, hstest.Nio, alice, room)
 	router, agent := e.userID("router"), e.userID("helper")
-
-	question, answer := "What is the capital of France?", "Paris is the capital of France."
-	recording, durationMS := speak(t, question)
-	spoken, _ := speak(t, answer)
 
 	llm.ScriptTranscriptions(llmtest.Transcription{Text: " " + question})
 	llm.Script(llmtest.Text(answer))
