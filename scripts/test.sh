@@ -57,4 +57,42 @@ HOOKROOM_DENDRITE_BIN="$(./scripts/dendrite.sh bin)"
 export HOOKROOM_DENDRITE_BIN
 
 step "go test -tags goolm -race"
-go test -tags goolm -race -count=1 -timeout 15m ./...
+# Every package, with the race detector. The bot package's end-to-end tests mostly wait on the
+# homeserver and would run one after another for minutes; they run in $shards processes at once
+# instead (each with its own Dendrite and PostgreSQL, so they share nothing), next to the other
+# packages. HOOKROOM_TEST_SHARDS=1 runs them in one process.
+shards=${HOOKROOM_TEST_SHARDS:-3}
+work=$(mktemp -d)
+trap 'kill "$dendrite_pid" 2>/dev/null || true; rm -f "$dendrite_log"; rm -rf "$work"' EXIT
+go test -tags goolm -race -c -o "$work/bot.test" ./bot
+mapfile -t tests < <("$work/bot.test" -test.list '^Test' | grep '^Test')
+declare -a runs
+for i in "${!tests[@]}"; do
+  runs[i % shards]+="${runs[i % shards]:+|}${tests[i]}"
+done
+declare -a pids
+for ((s = 0; s < shards; s++)); do
+  (
+    cd bot
+    start=$SECONDS
+    rc=0
+    "$work/bot.test" -test.run "^(${runs[s]})\$" -test.count 1 -test.timeout 15m >"$work/shard$s.log" 2>&1 || rc=$?
+    echo $((SECONDS - start)) >"$work/shard$s.secs"
+    exit "$rc"
+  ) &
+  pids[s]=$!
+done
+status=0
+go test -tags goolm -race -count=1 -timeout 15m \
+  $(go list -tags goolm ./... | grep -vx 'github.com/hookroom/hookroom/bot') || status=1
+for ((s = 0; s < shards; s++)); do
+  if wait "${pids[s]}"; then
+    printf 'ok  \tgithub.com/hookroom/hookroom/bot\t%ss (shard %d of %d: %d tests)\n' "$(cat "$work/shard$s.secs")" \
+      $((s + 1)) "$shards" "$(tr '|' '\n' <<<"${runs[s]}" | wc -l)"
+  else
+    status=1
+    cat "$work/shard$s.log"
+    printf 'FAIL\tgithub.com/hookroom/hookroom/bot (shard %d of %d)\n' $((s + 1)) "$shards"
+  fi
+done
+exit "$status"
