@@ -151,8 +151,14 @@ func (b *Bot) configCommand(ctx context.Context, w *world, ev *event.Event, env 
 }
 
 // configReply is the answer to !config: the settings, a refusal, or a
-// proposal to post (then p is set).
+// proposal to post (then p is set). Values that came from ${VAR}
+// substitution, and secrets, are masked in it.
 func (b *Bot) configReply(ctx context.Context, w *world, ev *event.Event, env hooks.Envelope) (reply string, p *configProposal) {
+	reply, p = b.configAnswerText(w, ev, env)
+	return w.cfg.MaskSecrets(reply), p
+}
+
+func (b *Bot) configAnswerText(w *world, ev *event.Event, env hooks.Envelope) (reply string, p *configProposal) {
 	if !w.cfg.Defaults.ConfigCommand {
 		return "`!config` is turned off here (defaults.config_command in config.yaml).", nil
 	}
@@ -417,7 +423,8 @@ func (b *Bot) answerConfigReaction(ctx context.Context, w *world, ev *event.Even
 		reply = b.applyConfig(ctx, p)
 	}
 	opts := matrixio.SendOptions{TxnKey: matrixio.TxnKey(ev.ID, "config"), Notice: true, ReplyTo: target, ThreadRoot: p.thread}
-	if _, err := b.speakerIn(b.w(), p.room).SendText(ctx, p.room, reply, opts); err != nil {
+	now := b.w()
+	if _, err := b.speakerIn(now, p.room).SendText(ctx, p.room, now.cfg.MaskSecrets(reply), opts); err != nil {
 		log.Warn().Err(err).Str("command", "config").Msg("failed to answer a command")
 	}
 	return true

@@ -158,11 +158,16 @@ agents:
   other:
     model: small
     rooms: [main]
+  secretive:
+    model: small
+    instructions: "The code word is ${CODE_WORD}."
+    rooms: [main]
 `
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(t.Context(), path)
+	env := config.WithLookupEnv(func(k string) (string, bool) { return "swordfish", k == "CODE_WORD" })
+	cfg, err := config.Load(t.Context(), path, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +176,7 @@ agents:
 	admin, person, room := id.UserID("@admin:example.org"), id.UserID("@someone:example.org"), id.RoomID("!main:example.org")
 	cfg.Authorization.GlobalUsers = []id.UserID{admin}
 	worldOf := func(c *config.Config) *world {
-		return &world{cfg: c, joined: map[hooks.AgentName][]id.RoomID{"helper": {room}}}
+		return &world{cfg: c, joined: map[hooks.AgentName][]id.RoomID{"helper": {room}, "secretive": {room}}}
 	}
 	tests := []struct {
 		name     string
@@ -192,21 +197,23 @@ agents:
 		{"bad tools", cfg, admin, "!config helper tools a,,b", "comma-separated list", false},
 		{"unknown model", cfg, admin, "!config helper model nosuch", "would not be valid", false},
 		{"unknown model lists the models", cfg, admin, "!config helper model nosuch", "Configured models: big, small.", false},
+		{"a value from the environment is shown as written", cfg, admin, "!config", "instructions `The code word is ${CODE_WORD}.`", false},
+		{"and in a diff", cfg, admin, "!config secretive instructions No code word.", "- The code word is ${CODE_WORD}.\n+ No code word.\n", true},
 		{"proposal", cfg, admin, "!config helper model big", "- small\n+ big\n", true},
 		{"proposal of tools", cfg, admin, "!config helper tools current_time, web_*", "- [current_time]\n+ [current_time, web_*]\n", true},
 	}
-	b := &Bot{}
+	b := &Bot{opts: Options{ConfigOptions: []config.Option{env}}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ev := &event.Event{Sender: tt.sender, RoomID: room, ID: "$cmd"}
 			reply, p := b.configReply(t.Context(), worldOf(tt.cfg), ev, hooks.Envelope{Body: tt.body})
-			if !strings.Contains(reply, tt.want) {
+			if !strings.Contains(reply, tt.want) || strings.Contains(reply, "swordfish") {
 				t.Errorf("reply %q lacks %q", reply, tt.want)
 			}
 			if (p != nil) != tt.proposal {
 				t.Errorf("proposal %+v, want one: %v", p, tt.proposal)
 			}
-			if p != nil && (p.by != admin || p.agent != "helper" || p.owner != b || !strings.Contains(reply, "React with ✅")) {
+			if p != nil && (p.by != admin || p.owner != b || !strings.Contains(reply, "React with ✅")) {
 				t.Errorf("proposal %+v, reply %q", p, reply)
 			}
 		})
