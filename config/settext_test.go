@@ -133,3 +133,42 @@ func TestSetValueKeepsCRLF(t *testing.T) {
 		}
 	}
 }
+
+// Every agent of config.example.yaml, the file operators start from, can
+// have each !config setting changed, and the result is still valid.
+func TestSetValueOnTheExample(t *testing.T) {
+	data, err := os.ReadFile("../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := fakeEnv(map[string]string{"MATRIX_REGISTRATION_SHARED_SECRET": "very-secret-value"})
+	cfg, err := config.Parse(data, "../config.example.yaml", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{
+		"model":        "claude",
+		"instructions": "First line.\n  Indented second line: with a colon # and a hash.\n",
+		"tools":        []string{"current_time", "web_*"},
+	}
+	tried := 0
+	for _, agent := range cfg.AgentNames() {
+		if cfg.Agents[agent].IsTeam() {
+			continue
+		}
+		tried++
+		for key, value := range values {
+			got, err := config.SetValue(data, []string{"agents", agent, key}, value)
+			if err != nil {
+				t.Errorf("agents.%s.%s: %v", agent, key, err)
+				continue
+			}
+			if err := config.Check(got, "../config.example.yaml", env); err != nil {
+				t.Errorf("agents.%s.%s: the result is not valid: %v", agent, key, err)
+			}
+		}
+	}
+	if tried < 2 {
+		t.Errorf("%d agents in config.example.yaml, want several to try", tried)
+	}
+}
