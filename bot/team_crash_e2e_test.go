@@ -19,10 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/pgtest"
 	"github.com/hookroom/hookroom/team"
 	"github.com/hookroom/hookroom/tracking"
 )
@@ -225,8 +227,26 @@ type teamCrashMessage struct {
 // row counts attempts, and between any two requests for it hookroom was
 // killed. The seed of the random choices (team, room, pace of the
 // answers, kill points and delays) is logged; HOOKROOM_TEAM_CRASH_SEED
-// replays it.
+// replays it. On SQLite and on PostgreSQL.
 func TestTeamCrashAnswersEveryMessageOnce(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		teamCrashAnswersEveryMessageOnce(t, "", func(dir string) (*dbutil.Database, error) {
+			return tracking.OpenSQLite(context.Background(), filepath.Join(dir, "data", "hookroom.db"))
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		uri := pgtest.URL(t)
+		teamCrashAnswersEveryMessageOnce(t, fmt.Sprintf("database:\n  type: postgres\n  uri: %q\n", uri), func(string) (*dbutil.Database, error) {
+			return dbutil.NewWithDialect(uri, "postgres")
+		})
+	})
+}
+
+// teamCrashAnswersEveryMessageOnce runs the team crash test with
+// databaseYAML in config.yaml ("" for SQLite in data_dir); openDB opens
+// that database (dir: the test's config directory) for the checks, once
+// hookroom stopped.
+func teamCrashAnswersEveryMessageOnce(t *testing.T, databaseYAML string, openDB func(dir string) (*dbutil.Database, error)) {
 	nMessages := 12
 	if v := os.Getenv(teamCrashSizeEnv); v != "" {
 		n, err := strconv.Atoi(v)
@@ -276,7 +296,7 @@ func TestTeamCrashAnswersEveryMessageOnce(t *testing.T) {
 		LLM: ml.URL + "/v1", Model: "agent-model",
 		Models: fmt.Sprintf("  default:\n    provider: echo\n  lead:\n    provider: openai\n    base_url: %s/v1\n    model: lead-model\n", ml.URL),
 		Rooms:  roomYAML, AgentRooms: roomNames, Admins: []id.UserID{person.UserID},
-		Agents: agentNames, AgentYAML: "    model: agent\n", Extra: teams,
+		Agents: agentNames, AgentYAML: "    model: agent\n", Extra: teams + databaseYAML,
 	})
 	// Set up accounts and rooms once, in process.
 	e.start(cfg, &events{}, Options{}).stop(t)
@@ -415,7 +435,7 @@ func TestTeamCrashAnswersEveryMessageOnce(t *testing.T) {
 
 	// No step recorded done was asked of the model again.
 	ctx := context.Background()
-	db, err := tracking.OpenSQLite(ctx, filepath.Join(e.dir, "data", "hookroom.db"))
+	db, err := openDB(e.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
