@@ -52,7 +52,7 @@ func (b *Bot) e2eeCommand(ctx context.Context, w *world, ev *event.Event, admin 
 		statuses = append(statuses, st)
 	}
 	recovery := w.cfg.Matrix.Encryption.RecoveryKey != ""
-	return e2eeReport(statuses, recovery, b.mx.Undecryptable(time.Now().Add(-time.Hour)))
+	return e2eeReport(statuses, recovery, b.mx.Undecryptable(time.Now().Add(-time.Hour))) + b.e2eeExtras(ctx, w) // verify.go
 }
 
 // e2eeReport renders !e2ee's answer.

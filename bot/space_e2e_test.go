@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"maunium.net/go/mautrix/event"
@@ -123,6 +124,10 @@ func TestRootSpace(t *testing.T) {
 	}
 	if got, err := r.bot.router.SpaceChildren(ctx, space); err != nil || !slices.Equal(got, []id.RoomID{main}) {
 		t.Errorf("SpaceChildren = %v (%v), want [%s]", got, err, main)
+	}
+	want := "Root space " + string(alias) + " (`" + string(space) + "`): 1 rooms"
+	if report := r.bot.e2eeCommand(ctx, r.bot.w(), nil, true); !strings.Contains(report, want) {
+		t.Errorf("!e2ee lacks %q:\n%s", want, report)
 	}
 }
 

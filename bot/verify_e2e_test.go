@@ -80,6 +80,9 @@ authorization:
 	if got := agent.VerifiedBy(); !slices.Equal(got, []id.UserID{alice.UserID}) {
 		t.Errorf("the agent records verifications by %v, want [%s]", got, alice.UserID)
 	}
+	if report := e.bot.bot.e2eeCommand(context.Background(), e.bot.bot.w(), nil, true); !strings.Contains(report, "- "+string(helper)+" verified by "+string(alice.UserID)+" since start") {
+		t.Errorf("!e2ee does not say who verified the agent:\n%s", report)
+	}
 	// The agent's side: alice's identity is trusted (its user-signing key
 	// signed her master key).
 	mach := agent.Client().Crypto.(*cryptohelper.CryptoHelper).Machine()
