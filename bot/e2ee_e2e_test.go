@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/config"
@@ -19,29 +20,39 @@ import (
 	"github.com/hookroom/hookroom/matrixio/hstest"
 )
 
-// Key backup end to end: hookroom with a recovery key answers alice (nio)
-// in an encrypted room and backs up the room keys (!e2ee shows nothing
-// pending); its database is deleted; restarted with the recovery key it
+// Key backup end to end: hookroom with a recovery key creates its accounts
+// (registered with the homeserver's shared secret, their passwords derived
+// from the key), answers alice (nio) in an encrypted room and backs up the
+// room keys (!e2ee shows nothing pending); its database is deleted;
+// restarted with the recovery key it logs the same accounts in again,
 // restores the keys (!e2ee: restored at start), reads the thread started
 // before the loss decrypted, and answers alice's follow-up in it;
-// restarted on a fresh database without the key, the thread stays
+// restarted on a fresh database without the key (the accounts given by
+// password now, as an operator who lost the key would), the thread stays
 // encrypted and !e2ee says there is no backup.
 func TestKeyBackupSurvivesLostDatabase(t *testing.T) {
 	e := newEnv(t)
 	llm := llmtest.NewServer(t)
 	alice := e.hs.RegisterUser(t, "alice")
-	// Accounts hookroom created itself cannot log in again once their
-	// stored passwords are gone with the database: configured ones can.
-	router := e.hs.RegisterUser(t, "router")
-	helper := e.hs.RegisterUser(t, "helper")
+	router := struct{ UserID id.UserID }{id.NewUserID(e.localpart("router"), e.hs.ServerName)}
+	helper := struct{ UserID id.UserID }{id.NewUserID(e.localpart("helper"), e.hs.ServerName)}
 	recoveryKey, err := matrixio.NewRecoveryKey()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// With the key, hookroom registers the accounts and can log them in
+	// again from the key alone. Without it, the operator gives their
+	// passwords (the ones derived from the key: what an operator who
+	// wrote them down would have).
+	password := func(user id.UserID) string { return matrixio.DerivedPassword(recoveryKey, user) }
 	cfgFor := func(key string) *config.Config {
-		enc := ""
+		enc := "  registration: {shared_secret: \"${HS_SECRET}\"}\n"
+		routerAccount, helperAccount := "", ""
 		if key != "" {
-			enc = fmt.Sprintf("  encryption:\n    recovery_key: %s\n", key)
+			enc += fmt.Sprintf("  encryption:\n    recovery_key: %s\n", key)
+		} else {
+			routerAccount = fmt.Sprintf("    account: {user_id: %q, password: %q}\n", router.UserID, password(router.UserID))
+			helperAccount = fmt.Sprintf("    account: {user_id: %q, password: %q}\n", helper.UserID, password(helper.UserID))
 		}
 		text := fmt.Sprintf(`data_dir: ./data
 log:
@@ -51,8 +62,7 @@ matrix:
   server_name: %s
   router:
     username: %s
-    account: {user_id: %q, password: %q}
-%smodels:
+%s%smodels:
   agent:
     provider: openai
     base_url: %s
@@ -66,10 +76,9 @@ authorization:
 agents:
   helper:
     username: %s
-    account: {user_id: %q, password: %q}
-    rooms: [secret]
-`, e.hs.URL, e.hs.ServerName, router.UserID.Localpart(), router.UserID, router.Password, enc, llm.URL,
-			e.localpart("secret"), alice.UserID, alice.UserID, helper.UserID.Localpart(), helper.UserID, helper.Password)
+%s    rooms: [secret]
+`, e.hs.URL, e.hs.ServerName, router.UserID.Localpart(), routerAccount, enc, llm.URL,
+			e.localpart("secret"), alice.UserID, alice.UserID, helper.UserID.Localpart(), helperAccount)
 		path := filepath.Join(e.dir, "config.yaml")
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)

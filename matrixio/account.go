@@ -2,7 +2,9 @@ package matrixio
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto/cryptohelper"
+	"maunium.net/go/mautrix/crypto/utils"
 	"maunium.net/go/mautrix/id"
 	"maunium.net/go/mautrix/synapseadmin"
 )
@@ -356,7 +359,7 @@ func (m *Manager) authenticate(ctx context.Context, cli *mautrix.Client, spec Ac
 		return m.appServiceLogin(ctx, cli, creds)
 	}
 	if creds.Password == "" {
-		if creds.Password, err = generatePassword(); err != nil {
+		if creds.Password, err = m.newPassword(cli.UserID); err != nil {
 			return err
 		}
 		// Store the password before the account exists, so a crash right
@@ -638,7 +641,32 @@ func (m *Manager) dropRegistrationDevice(ctx context.Context, cli *mautrix.Clien
 	}
 }
 
-func generatePassword() (string, error) {
+// DerivedPassword is the password hookroom gives an account it registers
+// while recoveryKey is configured: an HMAC-SHA256 of the user id keyed by
+// the recovery key's bytes. It is "" for a malformed or empty key.
+func DerivedPassword(recoveryKey string, user id.UserID) string {
+	raw := utils.DecodeBase58RecoveryKey(recoveryKey)
+	if raw == nil {
+		return ""
+	}
+	mac := hmac.New(sha256.New, raw)
+	mac.Write([]byte("hookroom account password\x00"))
+	mac.Write([]byte(user))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// newPassword is the password of an account hookroom is about to register.
+// Without a recovery key it is random, and lives only in the database.
+// With one (Config.Encryption.RecoveryKey) it is derived from the key and
+// the user id, so that the recovery key alone logs the account in again
+// after the database is lost (and restores its room keys, backup.go): the
+// registration then answers M_USER_IN_USE and the derived password works.
+// Accounts registered before a recovery key was configured keep their
+// random passwords.
+func (m *Manager) newPassword(user id.UserID) (string, error) {
+	if p := DerivedPassword(m.cfg.Encryption.RecoveryKey, user); p != "" {
+		return p, nil
+	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("failed to generate password: %w", err)
