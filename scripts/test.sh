@@ -9,8 +9,8 @@
 #   - the independent Matrix clients of the e2e tests, by scripts/test-clients.sh: python3-matrix-nio
 #     and python3-olm (apt) for /usr/bin/python3, and matrix-js-sdk with its Rust crypto (npm ci in
 #     matrixio/hstest/jsclient; needs Node >= 20 and npm), and the reference MCP filesystem server
-#     (npm ci in mcp/mcptest/filesystem) that the MCP tests run, and Debian's chromium for the
-#     console's browser tests
+#     (npm ci in mcp/mcptest/filesystem) that the MCP tests run, Debian's chromium for the
+#     console's browser tests, and Debian's espeak-ng and opus-tools for the voice tests
 #   - Dendrite v0.15.2, built once by scripts/dendrite.sh into ~/.cache/hookroom (cold: a few minutes)
 #   - PostgreSQL (Debian's postgresql package, by scripts/postgres.sh install): the store, lock and
 #     e2e tests run on it too, each test binary starting its own throwaway server (internal/pgtest)
