@@ -97,9 +97,26 @@ func TestConfigCommandFromChat(t *testing.T) {
 		t.Errorf("model requests %d, the first on %q; want one on big-model", len(reqs), modelOfFirst(reqs))
 	}
 
+	// Instructions over several lines: a literal block added to the
+	// agent, in the system prompt of the next turn.
+	e.say("!config helper instructions Answer in rhymes.\nKeep it short.", "")
+	proposal = waitEventFrom(t, e.person, e.room, router, "+ Keep it short.")
+	react(t, e.person, e.room, proposal, "✅")
+	waitMessageFrom(t, e.person, e.room, router, "helper's instructions is now")
+	before, err := os.ReadFile(e.yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareConfigGolden(t, e, before, "testdata/configcmd/instructions.golden.yaml")
+	e.llm.Script(llmtest.Text("In rhymes."))
+	e.say("hello again", "")
+	e.waitTerminal(2)
+	if reqs := e.llm.Requests(); len(reqs) != 2 || !strings.Contains(string(reqs[1].Body.Messages[0].Content), "Answer in rhymes.\nKeep it short.") {
+		t.Errorf("the turn after the change was not sent the new instructions: %d requests", len(reqs))
+	}
+
 	// An unknown tool passes the file check but fails the reload: the
 	// file is put back as it was before the ✅.
-	before := got
 	e.say("!config helper tools nosuch_tool", "")
 	proposal = waitEventFrom(t, e.person, e.room, router, "+ [nosuch_tool]")
 	react(t, e.person, e.room, proposal, "✅")
