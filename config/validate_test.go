@@ -255,7 +255,7 @@ agents:
 	}
 	want := []config.Error{
 		{File: "config.yaml", Line: 2, Path: "hooks.max_depth", Msg: "must be at least 1, not -1"},
-		{File: "config.yaml", Line: 5, Path: "matrix.bogus", Msg: "unknown key (known keys: bot_accounts, encryption, homeserver, registration, router, server_name, sync_timeline_limit)"},
+		{File: "config.yaml", Line: 5, Path: "matrix.bogus", Msg: "unknown key (known keys: bot_accounts, encryption, homeserver, registration, router, server_name, space, sync_timeline_limit)"},
 		{File: "config.yaml", Line: 9, Path: "plugins[0].hooks.h.timeout_ms", Msg: "must be positive, not 0"},
 		{File: "config.yaml", Line: 11, Path: "agents.Bad", Msg: `agent name "Bad" must match ^[a-z0-9_-]+$`},
 		{File: "config.yaml", Line: 11, Path: "agents.Bad", Msg: "has no model: configure one under models"},
