@@ -102,8 +102,9 @@ func (b *Bot) member(w *world, agent hooks.AgentName) (team.Member, bool) {
 	m := w.modelOption(a.Model)
 	return team.Member{
 		Model: m.Model, ProviderModel: m.ProviderModel,
-		System: turn.Persona{DisplayName: a.DisplayName, Role: a.Role, Instructions: a.Instructions}.System(agent),
-		Tools:  b.toolsFor(w, agent),
+		System:      turn.Persona{DisplayName: a.DisplayName, Role: a.Role, Instructions: a.Instructions}.System(agent),
+		Tools:       b.toolsFor(w, agent),
+		DailyTokens: a.DailyTokens(w.cfg.Usage),
 	}, true
 }
 

@@ -155,10 +155,11 @@ func TestConfiguredTeam(t *testing.T) {
 	var e *turnEnv
 	e = newTurnEnvWith(t, func(env *turnEnv) {
 		env.cfg += fmt.Sprintf("teams:\n  crew:\n    username: %s\n    display_name: Crew\n    members: [alpha, beta]\n    mode: collaborate\n    leader: alpha\n    rooms: [main]\n", env.localpart("crew"))
+		env.cfg = strings.Replace(env.cfg, "  beta:\n", "  beta:\n    daily_token_budget: 100\n", 1)
 	}, "", []string{"alpha", "beta"}, "")
-	e.llm.On(llmtest.LastUserContains("Write the team's reply now."), llmtest.Text("The crew agrees: tea."))
-	e.llm.On(llmtest.SystemContains("You are alpha,"), llmtest.Text("Alpha: tea."))
-	e.llm.On(llmtest.SystemContains("You are beta,"), llmtest.Text("Beta: tea as well."))
+	e.llm.On(llmtest.LastUserContains("Write the team's reply now."), llmtest.Text("The crew agrees: tea."), llmtest.Text("The crew agrees: tea."))
+	e.llm.On(llmtest.SystemContains("You are alpha,"), llmtest.Text("Alpha: tea."), llmtest.Text("Alpha: tea."))
+	e.llm.On(llmtest.SystemContains("You are beta,"), llmtest.Text("Beta: tea as well.").WithUsage(150, 10))
 	e.say("@"+e.localpart("crew")+" tea or coffee?", "")
 	got := e.waitTerminal(1)
 	reply := strings.TrimPrefix(got[0], "after:")
@@ -174,5 +175,29 @@ func TestConfiguredTeam(t *testing.T) {
 	_, _, ev := e.visibleText(r.EventID)
 	if ev.Sender != e.userID("crew") {
 		t.Errorf("the reply is from %s, want the team's own account", ev.Sender)
+	}
+
+	// Beta used 160 of its 100 tokens: the next team turn goes on
+	// without it, and says so.
+	betaAsked := func() int {
+		n := 0
+		for _, r := range e.llm.Requests() {
+			if strings.Contains(string(r.Raw), "You are beta,") {
+				n++
+			}
+		}
+		return n
+	}
+	before := betaAsked()
+	e.say("@"+e.localpart("crew")+" and for dessert?", "")
+	got = e.waitTerminal(2)
+	reply = strings.TrimPrefix(got[1], "after:")
+	for _, want := range []string{"Alpha: tea.", "**beta** could not answer: over its daily budget", "The crew agrees: tea."} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("the second team reply lacks %q:\n%s", want, reply)
+		}
+	}
+	if n := betaAsked() - before; n != 0 {
+		t.Errorf("beta was asked %d times over its budget", n)
 	}
 }
