@@ -2,7 +2,7 @@
 # test-clients.sh — installs the independent Matrix clients that the end-to-end tests drive
 # (matrixio/hstest): nothing on this project wrote them, so they talk to hookroom as people's apps do.
 #
-#   scripts/test-clients.sh install       both of the below
+#   scripts/test-clients.sh install       all of the below (one apt-get run, npm ci meanwhile)
 #   scripts/test-clients.sh install-nio   Debian's python3-matrix-nio and python3-olm (apt) for
 #                                         /usr/bin/python3; needs root or password-less sudo
 #   scripts/test-clients.sh install-js    `npm ci` in matrixio/hstest/jsclient (matrix-js-sdk with its
@@ -118,8 +118,31 @@ install_mcp() {
   npm_ci_dir "$MCPDIR" "the MCP filesystem server" 'require("fs").accessSync("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")'
 }
 
+# install_all installs every Debian package the steps below still lack in one apt-get run (one
+# download, one round of dpkg triggers: on a fresh machine each run costs ~10 s of man-db alone),
+# while npm ci runs for the two Node packages; then each step checks its result.
+install_all() {
+  local pkgs=()
+  /usr/bin/python3 -c 'import nio, olm' 2>/dev/null || pkgs+=(python3-matrix-nio python3-olm)
+  command -v chromium >/dev/null || pkgs+=(chromium)
+  { command -v espeak-ng && command -v opusenc; } >/dev/null || pkgs+=(espeak-ng opus-tools)
+  local npm_pid
+  { install_js && install_mcp; } &
+  npm_pid=$!
+  if ((${#pkgs[@]})); then
+    say "installing ${pkgs[*]} (apt)"
+    local t0=$SECONDS
+    apt_install "${pkgs[@]}" >&2
+    say "installed in $((SECONDS - t0)) s"
+  fi
+  wait "$npm_pid" || die "npm ci failed (output above)"
+  install_nio
+  install_browser
+  install_voice
+}
+
 case "${1:-}" in
-install) install_nio; install_js; install_mcp; install_browser; install_voice ;;
+install) install_all ;;
 install-nio) install_nio ;;
 install-js) install_js ;;
 install-mcp) install_mcp ;;

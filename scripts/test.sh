@@ -20,12 +20,21 @@ export GOTOOLCHAIN=local
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-# Dendrite builds (a few minutes cold, nothing when cached) while the checks and the other
-# installs run; the tests wait for it.
-dendrite_log=$(mktemp)
-./scripts/dendrite.sh build >"$dendrite_log" 2>&1 &
+# Dendrite builds (a few minutes cold, nothing when cached), and the test clients, Chromium and
+# PostgreSQL install (apt and npm: mostly downloads), while the checks and the unit tier run; the
+# end-to-end tests wait for both.
+work=$(mktemp -d)
+dendrite_pid=
+# On an early exit the Dendrite build stops; an install under way finishes on its own (a killed
+# apt-get would leave dpkg half-configured).
+trap 'kill "$dendrite_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+./scripts/dendrite.sh build >"$work/dendrite.log" 2>&1 &
 dendrite_pid=$!
-trap 'kill "$dendrite_pid" 2>/dev/null || true; rm -f "$dendrite_log"' EXIT
+# python3-matrix-nio + python3-olm, chromium, espeak-ng + opus-tools (one apt-get run),
+# matrix-js-sdk (npm ci in matrixio/hstest/jsclient), the MCP filesystem server (npm ci in
+# mcp/mcptest/filesystem), and PostgreSQL.
+{ ./scripts/test-clients.sh install && ./scripts/postgres.sh install; } >"$work/deps.log" 2>&1 &
+deps_pid=$!
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
@@ -43,16 +52,18 @@ step "go test -tags goolm -short (unit tests)"
 go test -tags goolm -short ./...
 
 step "test dependencies"
-# python3-matrix-nio + python3-olm (apt), matrix-js-sdk (npm ci in matrixio/hstest/jsclient) and
-# the MCP filesystem server (npm ci in mcp/mcptest/filesystem).
-./scripts/test-clients.sh install
-./scripts/postgres.sh install
+if ! wait "$deps_pid"; then
+  cat "$work/deps.log" >&2
+  echo "installing the test dependencies failed (scripts/test-clients.sh install, scripts/postgres.sh install)" >&2
+  exit 1
+fi
+cat "$work/deps.log" >&2
 if ! wait "$dendrite_pid"; then
-  cat "$dendrite_log" >&2
+  cat "$work/dendrite.log" >&2
   echo "scripts/dendrite.sh build failed" >&2
   exit 1
 fi
-cat "$dendrite_log" >&2
+cat "$work/dendrite.log" >&2
 HOOKROOM_DENDRITE_BIN="$(./scripts/dendrite.sh bin)"
 export HOOKROOM_DENDRITE_BIN
 
@@ -62,8 +73,6 @@ step "go test -tags goolm -race"
 # instead (each with its own Dendrite and PostgreSQL, so they share nothing), next to the other
 # packages. HOOKROOM_TEST_SHARDS=1 runs them in one process.
 shards=${HOOKROOM_TEST_SHARDS:-3}
-work=$(mktemp -d)
-trap 'kill "$dendrite_pid" 2>/dev/null || true; rm -f "$dendrite_log"; rm -rf "$work"' EXIT
 go test -tags goolm -race -c -o "$work/bot.test" ./bot
 mapfile -t tests < <("$work/bot.test" -test.list '^Test' | grep '^Test')
 declare -a runs
