@@ -20,7 +20,7 @@ type Chunk struct {
 	// (prefixed with the folder's name when the base has several).
 	Path string `json:"path"`
 	// StartLine and EndLine are the chunk's first and last line, counted
-	// from 1, inclusive.
+	// from 1, inclusive; for a PDF, both are the chunk's page (from 1).
 	StartLine int `json:"start_line"`
 	EndLine   int `json:"end_line"`
 	// Heading is the Markdown heading path the chunk is under, e.g.
@@ -31,8 +31,15 @@ type Chunk struct {
 	Text string `json:"text"`
 }
 
-// Citation is where the chunk comes from, "path:start-end".
+// Citation is where the chunk comes from: "path:start-end" (lines), or
+// "path:pN" for page N of a PDF ("path:pN-M" if a chunk ever spans pages).
 func (c Chunk) Citation() string {
+	if isPDF(c.Path) {
+		if c.StartLine == c.EndLine {
+			return c.Path + ":p" + strconv.Itoa(c.StartLine)
+		}
+		return c.Path + ":p" + strconv.Itoa(c.StartLine) + "-" + strconv.Itoa(c.EndLine)
+	}
 	return c.Path + ":" + strconv.Itoa(c.StartLine) + "-" + strconv.Itoa(c.EndLine)
 }
 

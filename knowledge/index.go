@@ -126,10 +126,12 @@ type Report struct {
 	Removed   int `json:"removed"`
 	// Chunks is how many chunks the changed files gave.
 	Chunks int `json:"chunks"`
-	// Bytes is how much text was read and chunked.
+	// Bytes is how much text was read and chunked (of a PDF: the text
+	// extracted from it).
 	Bytes int64 `json:"bytes"`
 	// Skipped lists the files newly found unfit to index (too big, binary,
-	// unreadable), each also logged as a warning naming it.
+	// unreadable; a PDF that is encrypted, broken or has no text), each
+	// also logged as a warning naming it.
 	Skipped  []FileError   `json:"skipped,omitempty"`
 	Duration time.Duration `json:"duration"`
 }
@@ -316,14 +318,18 @@ func (ix *Index) indexFile(ctx context.Context, w *writer, b BaseOptions, abs, p
 		rep.Skipped = append(rep.Skipped, FileError{Path: path, Error: reason})
 		return w.store(ctx, path, fileRow{size: size, mtime: mtime, errText: reason}, nil, nil, 0)
 	}
-	if max := ix.opts.maxFileBytes(); size > max {
+	pdfFile := isPDF(path)
+	if max := ix.opts.maxFileBytes(); !pdfFile && size > max {
 		return skip(fmt.Sprintf("too big: %d bytes, more than max_file_bytes %d", size, max))
+	}
+	if max := ix.opts.maxPDFBytes(); pdfFile && size > max {
+		return skip(fmt.Sprintf("too big: %d bytes, more than max_pdf_bytes %d", size, max))
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
 		return skip(fmt.Sprintf("unreadable: %v", err))
 	}
-	if bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 || !utf8.Valid(data) {
+	if !pdfFile && (bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 || !utf8.Valid(data)) {
 		return skip("not a text file (binary or not UTF-8)")
 	}
 	sum := sha256.Sum256(data)
@@ -332,12 +338,31 @@ func (ix *Index) indexFile(ctx context.Context, w *writer, b BaseOptions, abs, p
 		rep.Unchanged++
 		return w.touch(ctx, path, size, mtime)
 	}
-	chunks := Split(base, path, string(data), isMarkdown(path), b.chunkSize())
+	var chunks []Chunk
+	textBytes := len(data)
+	if pdfFile {
+		pages, err := pdfPages(path, data)
+		if pe := (*pdfError)(nil); errors.As(err, &pe) {
+			return skip(pe.reason)
+		} else if err != nil {
+			return skip(err.Error())
+		}
+		textBytes = 0
+		for _, p := range pages {
+			textBytes += len(p)
+		}
+		if max := ix.opts.maxFileBytes(); int64(textBytes) > max {
+			return skip(fmt.Sprintf("too much text: %d bytes extracted, more than max_file_bytes %d", textBytes, max))
+		}
+		chunks = splitPDF(base, path, pages, b.chunkSize())
+	} else {
+		chunks = Split(base, path, string(data), isMarkdown(path), b.chunkSize())
+	}
 	vecs := ix.embedChunks(ctx, base, path, chunks)
 	rep.Changed++
 	rep.Chunks += len(chunks)
-	rep.Bytes += int64(len(data))
-	return w.store(ctx, path, fileRow{hash: hash, size: size, mtime: mtime}, chunks, vecs, len(data))
+	rep.Bytes += int64(textBytes)
+	return w.store(ctx, path, fileRow{hash: hash, size: size, mtime: mtime}, chunks, vecs, textBytes)
 }
 
 // embedChunks returns the chunks' vectors, or nil (logged) when there is

@@ -14,6 +14,7 @@ import (
 const (
 	DefaultChunkSize    = 1200
 	DefaultMaxFileBytes = 4 << 20
+	DefaultMaxPDFBytes  = 32 << 20
 	DefaultDebounce     = 300 * time.Millisecond
 	DefaultTopK         = 3
 	minChunkSize        = 200
@@ -22,15 +23,22 @@ const (
 )
 
 // DefaultExtensions are the files a base without include patterns indexes.
-var DefaultExtensions = []string{".md", ".markdown", ".txt", ".text"}
+// A file named *.pdf (any case) is read as a PDF, whichever pattern
+// included it.
+var DefaultExtensions = []string{".md", ".markdown", ".txt", ".text", ".pdf"}
 
 // Options configure the knowledge bases (config.yaml's knowledge:
 // section). The zero value has no bases.
 type Options struct {
 	// Bases maps a base's name to its folders.
 	Bases map[string]BaseOptions `yaml:"bases"`
-	// MaxFileBytes skips bigger files with a warning (default 4 MiB).
+	// MaxFileBytes skips bigger files with a warning (default 4 MiB); for a
+	// PDF it bounds the text extracted from it.
 	MaxFileBytes int64 `yaml:"max_file_bytes"`
+	// MaxPDFBytes skips bigger PDF files with a warning (default 32 MiB):
+	// a PDF is mostly fonts, images and compressed streams, so one with
+	// 4 MiB of text is far bigger than that on disk.
+	MaxPDFBytes int64 `yaml:"max_pdf_bytes"`
 	// Debounce is how long the watcher waits after the last change under a
 	// base before re-indexing it (default 300ms).
 	Debounce time.Duration `yaml:"debounce"`
@@ -79,6 +87,13 @@ func (o Options) maxFileBytes() int64 {
 		return o.MaxFileBytes
 	}
 	return DefaultMaxFileBytes
+}
+
+func (o Options) maxPDFBytes() int64 {
+	if o.MaxPDFBytes > 0 {
+		return o.MaxPDFBytes
+	}
+	return DefaultMaxPDFBytes
 }
 
 func (o Options) debounce() time.Duration {
@@ -161,6 +176,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxFileBytes < 0 {
 		errs = append(errs, errors.New("max_file_bytes: must not be negative"))
+	}
+	if o.MaxPDFBytes < 0 {
+		errs = append(errs, errors.New("max_pdf_bytes: must not be negative"))
 	}
 	if o.Debounce < 0 {
 		errs = append(errs, errors.New("debounce: must not be negative"))

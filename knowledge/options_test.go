@@ -80,7 +80,8 @@ func TestFilter(t *testing.T) {
 	}{
 		{nil, nil, "a.md", true},
 		{nil, nil, "deep/a.TXT", true},
-		{nil, nil, "a.pdf", false},
+		{nil, nil, "a.pdf", true},
+		{nil, nil, "a.docx", false},
 		{nil, nil, ".hidden.md", false},
 		{[]string{"*.rst"}, nil, "x/y/a.rst", true},
 		{[]string{"*.rst"}, nil, "a.md", false},
