@@ -47,7 +47,8 @@ func RenderHits(hits []Hit) string {
 
 // Enrichment returns the message:enrich item for a person's message: the
 // top chunks of bases for text, rendered by RenderHits under a line that
-// tells the model to cite them. ok is false when nothing matched (add no
+// tells the model to cite them (and how to cite a PDF's page, when a hit is
+// one). ok is false when nothing matched (add no
 // item then). The item is volatile and persisted with the turn, so a
 // replayed history is byte-identical.
 func (ix *Index) Enrichment(ctx context.Context, bases []string, text string, topK int) (item hooks.EnrichmentItem, ok bool, err error) {
@@ -55,9 +56,13 @@ func (ix *Index) Enrichment(ctx context.Context, bases []string, text string, to
 	if err != nil || len(hits) == 0 {
 		return hooks.EnrichmentItem{}, false, err
 	}
+	cite := "path:start-end"
+	if slices.ContainsFunc(hits, func(h Hit) bool { return isPDF(h.Path) }) {
+		cite = "path:start-end (lines), or path:pN (page N of a PDF)"
+	}
 	return hooks.EnrichmentItem{
 		Key:         EnrichmentKey,
-		Text:        "Passages from the knowledge bases that may answer the message; cite them as path:start-end.\n\n" + RenderHits(hits),
+		Text:        "Passages from the knowledge bases that may answer the message; cite them as " + cite + ".\n\n" + RenderHits(hits),
 		CachePolicy: hooks.Volatile,
 	}, true, nil
 }
@@ -70,7 +75,7 @@ func ToolSpec() agents.ToolSpec {
 	return agents.ToolSpec{
 		Name: ToolName,
 		Description: "Search the knowledge bases (documentation and notes) for passages about a question or keywords. " +
-			"Each result starts with its source as path:start-end; cite it when you use the passage.",
+			"Each result starts with its source as path:start-end (lines), or path:pN (page N of a PDF); cite it when you use the passage.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"query":{"type":"string","description":"what to look for: a question or keywords"},` +
 			`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"how many passages to return"},` +

@@ -34,6 +34,7 @@ func toolIndex(t *testing.T) *Index {
 	t.Helper()
 	dir, other := t.TempDir(), t.TempDir()
 	writeFile(t, dir, "guide.md", install)
+	writePDF(t, dir, "manual.pdf", [][]string{{"Contents"}, {"The bilby burrows."}}, pdfOptions{})
 	writeFile(t, other, "faq.md", "# FAQ\n\nThe quokka smiles.\n")
 	ix, _ := newIndex(t, dbtest.SQLite, dir, nil, func(o *Options) { o.Bases["faq"] = BaseOptions{Paths: []string{other}} })
 	if _, err := ix.ReindexAll(t.Context(), false); err != nil {
@@ -54,6 +55,7 @@ func TestTool(t *testing.T) {
 		{"both bases", `{"query":"quokka"}`, "2 passage(s), best first:\n\n1. [", ""},
 		{"one base", `{"query":"quokka","base":"faq"}`, "1 passage(s), best first:\n\n1. [faq] faq.md:1-3 (FAQ)\n# FAQ\n\nThe quokka smiles.", ""},
 		{"limit", `{"query":"quokka","limit":1}`, "1 passage(s)", ""},
+		{"a PDF page", `{"query":"bilby"}`, "1 passage(s), best first:\n\n1. [docs] manual.pdf:p2\nThe bilby burrows.", ""},
 		{"nothing", `{"query":"giraffe"}`, `No passage matched "giraffe".`, ""},
 		{"base not allowed", `{"query":"x","base":"secret"}`, "", `unknown knowledge base "secret"; available: docs, faq`},
 		{"no query", `{"limit":2}`, "", "query is required"},
@@ -92,6 +94,13 @@ func TestEnrichment(t *testing.T) {
 	again, _, _ := ix.Enrichment(t.Context(), []string{"docs"}, "which package for Debian?", 2)
 	if again != item {
 		t.Fatal("the same message enriched differently")
+	}
+	item, ok, err = ix.Enrichment(t.Context(), []string{"docs"}, "bilby or quokka package?", 2)
+	want = "Passages from the knowledge bases that may answer the message; cite them as path:start-end (lines), or path:pN (page N of a PDF).\n\n" +
+		"[docs] guide.md:5-7 (Install > Debian)\n## Debian\n\nUse the quokka package from the archive.\n\n" +
+		"[docs] manual.pdf:p2\nThe bilby burrows."
+	if err != nil || !ok || item.Text != want {
+		t.Fatalf("item with a PDF page %+v, %v; want text %q", item, err, want)
 	}
 	if _, ok, err := ix.Enrichment(t.Context(), []string{"docs"}, "giraffes", 2); ok || err != nil {
 		t.Fatalf("Enrichment of an unmatched message = %v, %v; want no item", ok, err)
