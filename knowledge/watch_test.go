@@ -122,6 +122,17 @@ func TestWatcherFollowsTheFolders(t *testing.T) {
 	}
 	testkit.Eventually(t, 5*time.Second, "the deleted files gone", found("bandicoot possum", ""))
 
+	// PDFs alike: added, edited, deleted.
+	writePDF(t, dir, "manual.pdf", [][]string{{"Contents"}, {"The numbat eats termites."}}, pdfOptions{})
+	testkit.Eventually(t, 5*time.Second, "a new PDF indexed", found("numbat", "manual.pdf:p2"))
+	writePDF(t, dir, "manual.pdf", [][]string{{"The kowari hunts insects."}}, pdfOptions{})
+	testkit.Eventually(t, 5*time.Second, "the edited PDF indexed", found("kowari", "manual.pdf:p1"))
+	testkit.Eventually(t, 5*time.Second, "the PDF's old text gone", found("numbat", ""))
+	if err := os.Remove(filepath.Join(dir, "manual.pdf")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, "the deleted PDF gone", found("kowari", ""))
+
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v; want nil after cancel", err)

@@ -8,10 +8,11 @@
 //	      bases:
 //	        handbook:
 //	          paths: [docs/handbook]       # relative to config.yaml's folder
-//	          include: ["*.md", "*.txt"]   # default: *.md, *.markdown, *.txt, *.text
+//	          include: ["*.md", "*.txt"]   # default: *.md, *.markdown, *.txt, *.text, *.pdf
 //	          exclude: [drafts]
 //	          chunk_size: 1200             # bytes
-//	      max_file_bytes: 4194304          # bigger files are skipped with a warning
+//	      max_file_bytes: 4194304          # bigger files (and PDFs with more text) are skipped with a warning
+//	      max_pdf_bytes: 33554432          # bigger PDF files are skipped with a warning
 //	      debounce_ms: 300                 # quiet time after a change before re-indexing
 //	      embeddings:                      # optional: hybrid ranking
 //	        base_url: http://127.0.0.1:11434/v1
@@ -35,7 +36,7 @@
 //
 //   - passages (message:enrich, collector; only agents with auto_enrich):
 //     the top passages of the agent's bases for the message, each headed by
-//     its path:start-end citation.
+//     its path:start-end citation (path:pN for page N of a PDF).
 //   - search_knowledge (Tool.Agents: the agents with bases).
 //   - !knowledge (admins): each base's files, chunks, last indexing and
 //     skipped files; !knowledge reindex [base] re-indexes now.

@@ -30,7 +30,7 @@ const CommandName = "knowledge"
 func init() {
 	plugins.RegisterBuiltin(plugins.Builtin{
 		Name:        Name,
-		Description: "Knowledge bases: folders of Markdown and text, indexed and watched; the search_knowledge tool and passages with file:line citations",
+		Description: "Knowledge bases: folders of Markdown, text and PDF, indexed and watched; the search_knowledge tool and passages with file:line citations",
 		New:         New,
 	})
 }
@@ -38,6 +38,7 @@ func init() {
 type settings struct {
 	Bases        map[string]baseSettings           `json:"bases"`
 	MaxFileBytes int64                             `json:"max_file_bytes"`
+	MaxPDFBytes  int64                             `json:"max_pdf_bytes"`
 	DebounceMS   int                               `json:"debounce_ms"`
 	Embeddings   *embeddingsSettings               `json:"embeddings"`
 	Agents       map[hooks.AgentName]agentSettings `json:"agents"`
@@ -165,7 +166,7 @@ func decode(env plugins.Env) (settings, kb.Options, error) {
 		return s, kb.Options{}, plugins.SettingsErrorf("debounce_ms", "must not be negative")
 	}
 	opts := kb.Options{
-		Bases: map[string]kb.BaseOptions{}, MaxFileBytes: s.MaxFileBytes,
+		Bases: map[string]kb.BaseOptions{}, MaxFileBytes: s.MaxFileBytes, MaxPDFBytes: s.MaxPDFBytes,
 		Debounce: time.Duration(s.DebounceMS) * time.Millisecond,
 	}
 	for name, b := range s.Bases {

@@ -274,6 +274,8 @@ func TestInvalidSettings(t *testing.T) {
 			`plugins\[0\]\.settings\.agents\.assistant\.auto_enrich: needs at least one base$`},
 		{"bad embeddings", "  - builtin: knowledge\n    settings:\n      embeddings: {base_url: http://x}\n",
 			`config\.yaml:6: plugins\[0\]\.settings\.embeddings\.model: required`},
+		{"negative max_pdf_bytes", "  - builtin: knowledge\n    settings:\n      max_pdf_bytes: -1\n",
+			`config\.yaml:6: plugins\[0\]\.settings\.max_pdf_bytes: must not be negative$`},
 		{"unknown key", "  - builtin: knowledge\n    settings:\n      base: {}\n",
 			`config\.yaml:6: plugins\[0\]\.settings\.base: unknown setting$`},
 	}
@@ -353,5 +355,18 @@ func TestInspect(t *testing.T) {
 			}
 		}
 		_ = set.Close()
+	}
+}
+
+// The size limits reach the index.
+func TestSizeLimits(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "kb", "a.md"), "alpha\n")
+	l, err := load(t, dir, dbtest.SQLite.Fresh(t), nil, settingsYAML+"      max_file_bytes: 1000\n      max_pdf_bytes: 2000\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := l.plugin.Index().Options(); o.MaxFileBytes != 1000 || o.MaxPDFBytes != 2000 {
+		t.Fatalf("options %+v; want max_file_bytes 1000, max_pdf_bytes 2000", o)
 	}
 }
