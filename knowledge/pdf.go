@@ -47,6 +47,7 @@ func pdfPages(path string, data []byte) (pages []string, err error) {
 			pages, err = nil, &pdfError{path, shortReason(fmt.Sprintf("broken PDF: %v", r))}
 		}
 	}()
+	data = normalizeHeader(data)
 	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
 	switch {
 	case errors.Is(err, pdf.ErrInvalidPassword):
@@ -79,6 +80,28 @@ func pdfPages(path string, data []byte) (pages []string, err error) {
 		return nil, &pdfError{path, errNoText}
 	}
 	return pages, nil
+}
+
+// normalizeHeader returns data with a header the reader accepts: it wants
+// "%PDF-1.0" to "%PDF-1.7" followed by a line end, and refuses PDF 2.0
+// (whose syntax it reads well enough) and a header followed by a space.
+// data itself is never changed.
+func normalizeHeader(data []byte) []byte {
+	if len(data) < 9 || !bytes.HasPrefix(data, []byte("%PDF-")) {
+		return data
+	}
+	version := data[5] == '1' && data[6] == '.' && data[7] >= '0' && data[7] <= '7'
+	lineEnd := data[8] == '\r' || data[8] == '\n'
+	if version && lineEnd {
+		return data
+	}
+	if !lineEnd && data[8] != ' ' && data[8] != '\t' {
+		return data // "%PDF-1.10"? not a header we know
+	}
+	out := bytes.Clone(data)
+	copy(out[5:8], "1.7")
+	out[8] = '\n'
+	return out
 }
 
 func shortReason(s string) string {

@@ -26,6 +26,8 @@ type pdfOptions struct {
 	// formDrawsItself the form can draw itself too.
 	form            string
 	formDrawsItself bool
+	// header replaces the first line, "%PDF-1.4\n".
+	header string
 	// widths gives the font a width of 500/1000 em for every character
 	// (else it has none, like a standard font without metrics).
 	widths bool
@@ -91,7 +93,10 @@ func makePDF(pages [][]string, o pdfOptions) []byte {
 		trailer = fmt.Sprintf("/Size %d /Root 1 0 R /Encrypt %d 0 R /ID [<%s> <%s>]", len(objs)+1, len(objs), strings.Repeat("01", 16), strings.Repeat("01", 16))
 	}
 	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
+	if o.header == "" {
+		o.header = "%PDF-1.4\n"
+	}
+	b.WriteString(o.header)
 	offsets := make([]int, len(objs))
 	for i, obj := range objs {
 		offsets[i] = b.Len()
@@ -131,6 +136,8 @@ func TestPDFPages(t *testing.T) {
 		{"a form that draws itself", makePDF([][]string{{"x"}}, pdfOptions{form: "/X1 Do BT /F1 10 Tf 72 700 Td (deep) Tj ET", formDrawsItself: true, content: []string{"/X1 Do"}}), []string{strings.Repeat("deep\n", maxFormDepth-1) + "deep"}, ""},
 		{"a form that draws itself twice", makePDF([][]string{{"x"}}, pdfOptions{form: "/X1 Do /X1 Do /X1 Do", formDrawsItself: true, content: []string{"BT /F1 10 Tf (end) Tj ET /X1 Do"}}), []string{"end"}, ""},
 		{"widths: runs that continue a word", makePDF([][]string{{"x"}}, pdfOptions{widths: true, content: []string{"BT /F1 10 Tf 72 700 Td (wom) Tj (bat) Tj [(dig) -300 (ging)] TJ ET"}}), []string{"wombatdig ging"}, ""},
+		{"PDF 2.0", makePDF([][]string{{"version two"}}, pdfOptions{header: "%PDF-2.0\n"}), []string{"version two"}, ""},
+		{"a header followed by a comment", makePDF([][]string{{"commented"}}, pdfOptions{header: "%PDF-1.4 %\xe2\xe3\xcf\xd3\n"}), []string{"commented"}, ""},
 		{"a broken xref offset", bytes.Replace(twoPages, []byte("startxref\n"), []byte("startxref\n9"), 1), nil, "broken PDF: "},
 	}
 	for _, c := range cases {
