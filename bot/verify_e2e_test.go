@@ -17,7 +17,8 @@ import (
 )
 
 // An administrator verifies an agent as Element's "Verify user" does
-// (matrix-js-sdk with its Rust crypto, in an encrypted DM): the agent
+// (matrix-js-sdk with its Rust crypto, in an encrypted room the router
+// created, which the router is in too and must keep out of): the agent
 // accepts, posts the emoji it shows, confirms; once the administrator
 // confirms, the js-sdk reports the agent (its master key) and its device
 // as cross-signing verified, and the agent trusts the administrator.
@@ -33,21 +34,25 @@ func TestVerifyAgentWithEmoji(t *testing.T) {
     provider: openai
     base_url: %s
     model: agent-model
+rooms:
+  main:
+    alias: %s
+    invite: ["%s"]
 agents:
   helper:
     username: %s
     model: agent
+    rooms: [main]
 authorization:
   global_users: ["%s"]
   invite_users: ["%s"]
-`, e.llm.URL, e.localpart("helper"), alice.UserID, bob.UserID))
+`, e.llm.URL, e.localpart("main"), alice.UserID, e.localpart("helper"), alice.UserID, bob.UserID))
 	e.bot = e.start(cfg, e.rec, e.turnOptions())
 	agent := e.bot.bot.w().agents["helper"]
 
-	phone := e.hs.StartClient(t, hstest.JS, alice, hstest.ClientOptions{})
+	room := e.bot.bot.w().rooms["main"]
+	phone := e.joinEncrypted(t, hstest.JS, alice, room)
 	phone.BootstrapCrossSigning(t)
-	room := phone.CreateRoom(t, hstest.RoomOptions{Encrypted: true, Direct: true, Invite: []id.UserID{helper}})
-	phone.WaitMember(t, room, helper)
 	phone.WaitDevice(t, helper, agent.DeviceID())
 
 	before := phone.VerificationStatus(t, helper, agent.DeviceID())
@@ -106,7 +111,7 @@ authorization:
 	// Barrier: alice's next message is answered, and it is the model's
 	// first request (no verification event became a turn).
 	e.llm.Script(llmtest.Text("Verified and listening."))
-	q := phone.SendText(t, room, "still there?")
+	q := phone.SendText(t, room, "@"+e.localpart("helper")+" still there?")
 	phone.WaitMessage(t, room, hstest.Match{Sender: helper, Contains: "Verified and listening.", ThreadRoot: q})
 	if n := len(e.llm.Requests()); n != 1 {
 		t.Errorf("the model got %d requests, want 1 (verification events are no messages)", n)

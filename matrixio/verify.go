@@ -145,6 +145,11 @@ func (a *Account) handleVerification(ctx context.Context, resp *mautrix.RespSync
 			re.Timeline = kept
 		}
 	}
+	var known func(id.VerificationTransactionID) bool
+	if v, ok := verifiers.Load(a); ok {
+		known = v.(*verifier).knows
+	}
+	events = verificationEventsFor(a.userID, events, known)
 	if len(events) == 0 {
 		return
 	}
@@ -164,6 +169,37 @@ func (a *Account) handleVerification(ctx context.Context, resp *mautrix.RespSync
 		}
 		vf.syncer.Dispatch(quiet, inRoomTransaction(evt))
 	}
+}
+
+// verificationEventsFor picks the verification events that are self's
+// business: to-device events (sent to its device), in-room requests
+// addressed to self, and in-room follow-ups of a transaction known says
+// self takes part in (nil: none). Every account of a room sees every
+// verification event there; one that answered another account's
+// transaction would cancel it as unknown.
+func verificationEventsFor(self id.UserID, events []*event.Event, known func(id.VerificationTransactionID) bool) []*event.Event {
+	var out []*event.Event
+	for _, evt := range events {
+		switch {
+		case evt.RoomID == "":
+			out = append(out, evt)
+		case isVerificationRequest(evt):
+			if msg, _ := evt.Content.Parsed.(*event.MessageEventContent); msg != nil && msg.To == self {
+				out = append(out, evt)
+			}
+		case known != nil && known(id.VerificationTransactionID(inRoomTransaction(evt).ID)):
+			out = append(out, evt)
+		}
+	}
+	return out
+}
+
+// knows reports whether txn is an in-room request vf is answering.
+func (vf *verifier) knows(txn id.VerificationTransactionID) bool {
+	vf.mu.Lock()
+	defer vf.mu.Unlock()
+	_, ok := vf.rooms[txn]
+	return ok
 }
 
 // inRoomTransaction returns evt as the helper expects it: the helper

@@ -3,6 +3,7 @@ package matrixio
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"maunium.net/go/mautrix"
@@ -108,5 +109,43 @@ func TestHandleVerificationFiltersRequests(t *testing.T) {
 			t.Errorf("the text message was dropped instead of the request")
 		}
 		m.SetVerification(nil)
+	}
+}
+
+// Every account in a room sees every verification event there; only the
+// requested account's and its own transactions' events are handed on.
+func TestVerificationEventsFor(t *testing.T) {
+	const agent, router = id.UserID("@agent:example.org"), id.UserID("@router:example.org")
+	request := map[string]any{"msgtype": "m.key.verification.request", "body": "verify me", "to": string(agent), "from_device": "D", "methods": []any{"m.sas.v1"}}
+	ready := map[string]any{"from_device": "D", "methods": []any{"m.sas.v1"}, "m.relates_to": map[string]any{"rel_type": "m.reference", "event_id": "$req"}}
+	other := map[string]any{"from_device": "D", "methods": []any{"m.sas.v1"}, "m.relates_to": map[string]any{"rel_type": "m.reference", "event_id": "$elsewhere"}}
+	toDevice := &event.Event{Sender: "@op:example.org", Type: event.ToDeviceVerificationRequest}
+	events := []*event.Event{
+		roomEvent(t, "$req", "@op:example.org", event.EventMessage, request),
+		roomEvent(t, "$ready", "@op:example.org", event.InRoomVerificationReady, ready),
+		roomEvent(t, "$other", "@op:example.org", event.InRoomVerificationReady, other),
+		toDevice,
+	}
+	knowsReq := func(txn id.VerificationTransactionID) bool { return txn == "$req" }
+	tests := []struct {
+		name  string
+		self  id.UserID
+		known func(id.VerificationTransactionID) bool
+		want  []id.EventID
+	}{
+		{"the requested account, transaction known", agent, knowsReq, []id.EventID{"$req", "$ready", ""}},
+		{"the requested account, nothing known yet", agent, nil, []id.EventID{"$req", ""}},
+		{"another account in the room", router, nil, []id.EventID{""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []id.EventID
+			for _, evt := range verificationEventsFor(tt.self, events, tt.known) {
+				got = append(got, evt.ID)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("verificationEventsFor = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
