@@ -99,3 +99,47 @@ func BenchmarkIndex(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIndexPDF measures indexing PDFs (made by makePDF: uncompressed
+// Helvetica text, 20 files of 10 pages of 40 lines): MB/s of PDF files,
+// and text-MB/s of the text extracted.
+func BenchmarkIndexPDF(b *testing.B) {
+	for _, d := range []dbtest.Dialect{dbtest.SQLite, dbtest.Postgres} {
+		b.Run(d.Name, func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "docs")
+			r := rand.New(rand.NewPCG(1, 2))
+			var size int64
+			for f := range 20 {
+				pages := make([][]string, 10)
+				for p := range pages {
+					for range 40 {
+						words := make([]string, 10)
+						for w := range words {
+							words[w] = fmt.Sprintf("w%x", r.IntN(5000)*7919)
+						}
+						pages[p] = append(pages[p], strings.Join(words, " "))
+					}
+				}
+				data := makePDF(pages, pdfOptions{})
+				writeFile(b, dir, fmt.Sprintf("doc%d.pdf", f), string(data))
+				size += int64(len(data))
+			}
+			o := Options{Bases: map[string]BaseOptions{"docs": {Paths: []string{dir}, ChunkSize: 400}}}
+			ix := New(d.Fresh(b), o, nil)
+			if err := ix.Upgrade(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(size)
+			var text int64
+			b.ResetTimer()
+			for b.Loop() {
+				rep, err := ix.Reindex(b.Context(), "docs", true)
+				if err != nil || rep.Changed != 20 || len(rep.Skipped) != 0 {
+					b.Fatalf("Reindex = %+v, %v", rep, err)
+				}
+				text += rep.Bytes
+			}
+			b.ReportMetric(float64(text)/1e6/b.Elapsed().Seconds(), "text-MB/s")
+		})
+	}
+}
