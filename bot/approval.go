@@ -359,7 +359,7 @@ func (b *Bot) answerReply(ctx context.Context, w *world, ev *event.Event, msg *e
 		return false
 	}
 	thread := threadRoot(msg)
-	if thread == "" && w.cfg.Defaults.ThreadMode != config.ThreadModeRoom {
+	if thread == "" && w.threadMode(ev.RoomID) != config.ThreadModeRoom {
 		return false
 	}
 	pending, err := b.approvals.PendingInThread(ctx, ev.RoomID, thread)

@@ -33,12 +33,19 @@ import (
 const configProposalTTL = 5 * time.Minute
 
 // configKeys are the settings of an agent that !config shows and changes.
-// Agents have no thread mode of their own (defaults.thread_mode applies to
-// all), so it is not among them.
 var configKeys = []string{"model", "instructions", "tools"}
 
-const configUsage = "`!config` shows the settings of this room's agents; `!config AGENT KEY VALUE` proposes a change " +
-	"(KEY: model, instructions or tools; tools as a comma-separated list, `none` for no tools)."
+// roomConfigKeys are the settings of the room itself (one of config.yaml's
+// rooms) that `!config room KEY VALUE` changes.
+var roomConfigKeys = []string{"thread_mode"}
+
+// configRoom is the word of `!config room KEY VALUE` that names the room
+// the command is said in instead of an agent.
+const configRoom = "room"
+
+const configUsage = "`!config` shows the settings of this room and its agents; `!config AGENT KEY VALUE` proposes a change " +
+	"(KEY: model, instructions or tools; tools as a comma-separated list, `none` for no tools); " +
+	"`!config room thread_mode thread|room` where the agents reply in this room."
 
 // configShownLimit bounds the characters of instructions shown by !config
 // and in a proposal's diff.
@@ -51,7 +58,8 @@ type configProposal struct {
 	room    id.RoomID
 	thread  id.EventID // the command's thread; "" when it was not in one
 	by      id.UserID
-	agent   hooks.AgentName
+	agent   hooks.AgentName // "" for a setting of the room
+	roomKey string          // the room's key in config.yaml, for a setting of the room
 	key     string
 	old     any // string or []string: the value in service when proposed
 	value   any // string or []string
@@ -145,7 +153,7 @@ func (b *Bot) configCommand(ctx context.Context, w *world, ev *event.Event, env 
 	}
 	if p != nil {
 		pendingConfigs.add(msg, p, time.Now())
-		zerolog.Ctx(ctx).Info().Stringer("by", ev.Sender).Str("agent", string(p.agent)).Str("setting", p.key).
+		zerolog.Ctx(ctx).Info().Stringer("by", ev.Sender).Str("setting", strings.Join(p.path(), ".")).
 			Msg("configuration change proposed from chat")
 	}
 }
@@ -168,7 +176,10 @@ func (b *Bot) configAnswerText(w *world, ev *event.Event, env hooks.Envelope) (r
 	agents := b.agentsOf(w, ev.RoomID)
 	agent, key, raw := parseConfigArgs(env.Body)
 	if agent == "" {
-		return showConfig(w, agents), nil
+		return showConfig(w, ev.RoomID, agents), nil
+	}
+	if agent == configRoom {
+		return b.roomConfigAnswer(w, ev, env, key, raw)
 	}
 	name := hooks.AgentName(agent)
 	if !slices.Contains(agents, name) {
@@ -183,8 +194,8 @@ func (b *Bot) configAnswerText(w *world, ev *event.Event, env hooks.Envelope) (r
 	}
 	if !slices.Contains(configKeys, key) {
 		if key == "thread_mode" {
-			return "`thread_mode` is not a setting of one agent: defaults.thread_mode in config.yaml applies to every agent. " +
-				"`!config` can change: " + strings.Join(configKeys, ", ") + ".", nil
+			return "`thread_mode` is not a setting of one agent but of the room: `!config room thread_mode thread|room`. " +
+				"`!config` can change of an agent: " + strings.Join(configKeys, ", ") + ".", nil
 		}
 		return fmt.Sprintf("`!config` cannot change `%s`; it can change: %s.", key, strings.Join(configKeys, ", ")), nil
 	}
@@ -199,17 +210,83 @@ func (b *Bot) configAnswerText(w *world, ev *event.Event, env hooks.Envelope) (r
 	if sameSetting(old, value) {
 		return fmt.Sprintf("%s's %s is %s already; nothing to change.", agent, key, showValue(old)), nil
 	}
-	// The change must apply to the file as it is now: refused here rather
-	// than after the ✅.
-	if _, problem := b.configEdit(w, agent, key, value); problem != "" {
-		return problem, nil
-	}
-	now := time.Now()
 	p = &configProposal{
 		owner: b, room: ev.RoomID, thread: env.ThreadID, by: ev.Sender, agent: name, key: key,
-		old: old, value: value, expires: now.Add(configProposalTTL),
+		old: old, value: value, expires: time.Now().Add(configProposalTTL),
+	}
+	// The change must apply to the file as it is now: refused here rather
+	// than after the ✅.
+	if _, problem := b.configEdit(w, p.path(), value); problem != "" {
+		return problem, nil
 	}
 	return proposalText(p), p
+}
+
+// roomConfigAnswer is the answer to `!config room KEY VALUE` in the room
+// of ev: a refusal, or a proposal for the room's setting.
+func (b *Bot) roomConfigAnswer(w *world, ev *event.Event, env hooks.Envelope, key, raw string) (string, *configProposal) {
+	roomKey := w.roomKey(ev.RoomID)
+	if roomKey == "" {
+		return "This room is not one of config.yaml's rooms, so it has no settings of its own to change; " +
+			"defaults.thread_mode applies here.", nil
+	}
+	if key == "" {
+		return "Usage: " + configUsage, nil
+	}
+	if !slices.Contains(roomConfigKeys, key) {
+		return fmt.Sprintf("`!config room` cannot change `%s`; it can change: %s.", key, strings.Join(roomConfigKeys, ", ")), nil
+	}
+	old := string(w.cfg.Rooms[roomKey].ThreadMode)
+	if raw == "" {
+		return fmt.Sprintf("This room's %s is %s (in service: %s).\n\nUsage: %s", key, showValue(old),
+			showValue(string(w.threadMode(ev.RoomID))), configUsage), nil
+	}
+	value := strings.ToLower(strings.TrimSpace(raw))
+	if value != string(config.ThreadModeThread) && value != string(config.ThreadModeRoom) {
+		return fmt.Sprintf("Cannot propose that: thread_mode is `thread` (replies in a thread of the message) or `room` "+
+			"(replies in the room's timeline), not `%s`.", strings.ReplaceAll(raw, "`", "'")), nil
+	}
+	if value == old {
+		return fmt.Sprintf("This room's %s is %s already; nothing to change.", key, showValue(old)), nil
+	}
+	p := &configProposal{
+		owner: b, room: ev.RoomID, thread: env.ThreadID, by: ev.Sender, roomKey: roomKey, key: key,
+		old: old, value: value, expires: time.Now().Add(configProposalTTL),
+	}
+	if _, problem := b.configEdit(w, p.path(), value); problem != "" {
+		return problem, nil
+	}
+	return proposalText(p), p
+}
+
+// path is the key path in config.yaml of the setting p changes.
+func (p *configProposal) path() []string {
+	if p.roomKey != "" {
+		return []string{"rooms", p.roomKey, p.key}
+	}
+	return []string{"agents", string(p.agent), p.key}
+}
+
+// subject names the setting p changes in a message: "helper's model".
+func (p *configProposal) subject() string {
+	if p.roomKey != "" {
+		return "this room's " + p.key
+	}
+	return fmt.Sprintf("%s's %s", p.agent, p.key)
+}
+
+// current is the value in service of the setting p changes; ok is false
+// when its agent or room is gone.
+func (p *configProposal) current(w *world) (_ any, ok bool) {
+	if p.roomKey != "" {
+		r, ok := w.cfg.Rooms[p.roomKey]
+		return string(r.ThreadMode), ok
+	}
+	a, ok := w.cfg.Agents[string(p.agent)]
+	if !ok {
+		return nil, false
+	}
+	return agentSetting(a, p.key), true
 }
 
 // parseConfigArgs splits "!config AGENT KEY VALUE": the value is the rest
@@ -313,13 +390,21 @@ func agentList(agents []hooks.AgentName) string {
 	return strings.Join(names, ", ")
 }
 
-// showConfig lists the settings !config changes of the agents in the room,
-// as in service.
-func showConfig(w *world, agents []hooks.AgentName) string {
-	if len(agents) == 0 {
-		return "No agents in this room."
-	}
+// showConfig lists the settings !config changes of the room and the
+// agents in it, as in service.
+func showConfig(w *world, room id.RoomID, agents []hooks.AgentName) string {
 	var s strings.Builder
+	if key := w.roomKey(room); key != "" {
+		mode := "`" + string(w.threadMode(room)) + "`"
+		if w.cfg.Rooms[key].ThreadMode == "" {
+			mode += " (defaults.thread_mode)"
+		}
+		fmt.Fprintf(&s, "This room (rooms.%s): thread_mode %s\n\n", key, mode)
+	}
+	if len(agents) == 0 {
+		s.WriteString("No agents in this room.")
+		return s.String()
+	}
 	s.WriteString("Settings of the agents in this room (as in service):\n")
 	for _, name := range agents {
 		a := w.cfg.Agents[string(name)]
@@ -351,7 +436,7 @@ func diffLines(s *strings.Builder, sign string, v any) {
 // proposalText is the message that shows proposal p and asks for the ✅.
 func proposalText(p *configProposal) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "⚙️ **Proposed change to config.yaml** by %s:\n\n```diff\n  agents.%s.%s\n", p.by, p.agent, p.key)
+	fmt.Fprintf(&s, "⚙️ **Proposed change to config.yaml** by %s:\n\n```diff\n  %s\n", p.by, strings.Join(p.path(), "."))
 	diffLines(&s, "-", p.old)
 	diffLines(&s, "+", p.value)
 	fmt.Fprintf(&s, "```\n\nReact with ✅ to this message within %s (until %s) to apply it; only %s can. Otherwise nothing changes.",
@@ -359,25 +444,26 @@ func proposalText(p *configProposal) string {
 	return s.String()
 }
 
-// configEdit reads config.yaml and returns it and the text with agent's
-// key set to value, checked like a reload checks the file; problem is
-// the refusal to post instead, when the change cannot be made or the
-// result is not a valid configuration.
-func (b *Bot) configEdit(w *world, agent, key string, value any) (edit configFileEdit, problem string) {
-	path := w.cfg.Path
-	raw, err := os.ReadFile(path)
+// configEdit reads config.yaml and returns it and the text with the
+// setting at path set to value, checked like a reload checks the file;
+// problem is the refusal to post instead, when the change cannot be made
+// or the result is not a valid configuration.
+func (b *Bot) configEdit(w *world, path []string, value any) (edit configFileEdit, problem string) {
+	key := path[len(path)-1]
+	file := w.cfg.Path
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		return configFileEdit{}, "⚠️ config.yaml could not be read; nothing was changed."
 	}
-	next, err := config.SetValue(raw, []string{"agents", agent, key}, value)
+	next, err := config.SetValue(raw, path, value)
 	if err != nil {
 		return configFileEdit{}, fmt.Sprintf("❌ Refused: this change cannot be written to config.yaml (%s); edit the file instead. Nothing was changed.",
 			strings.TrimPrefix(err.Error(), "config: "))
 	}
-	if err := config.Check(next, path, b.opts.ConfigOptions...); err != nil {
+	if err := config.Check(next, file, b.opts.ConfigOptions...); err != nil {
 		var s strings.Builder
 		s.WriteString("❌ Refused: with this change config.yaml would not be valid, so nothing was changed.\n\n```\n")
-		for i, line := range errorLines(err, path) {
+		for i, line := range errorLines(err, file) {
 			if i == summaryProblems {
 				break
 			}
@@ -390,7 +476,7 @@ func (b *Bot) configEdit(w *world, agent, key string, value any) (edit configFil
 		}
 		return configFileEdit{}, s.String()
 	}
-	return configFileEdit{path: path, raw: raw, next: next}, ""
+	return configFileEdit{path: file, raw: raw, next: next}, ""
 }
 
 // configFileEdit is config.yaml as read (raw) and as it is to be written.
@@ -440,15 +526,15 @@ func (b *Bot) applyConfig(ctx context.Context, p *configProposal) string {
 	if !w.cfg.Defaults.ConfigCommand || !w.isGlobal(p.by) {
 		return "❌ Not applied: `!config` is now turned off, or " + string(p.by) + " is no longer an administrator."
 	}
-	a, ok := w.cfg.Agents[string(p.agent)]
+	now, ok := p.current(w)
 	if !ok {
-		return fmt.Sprintf("❌ Not applied: there is no agent %s any more.", p.agent)
+		return fmt.Sprintf("❌ Not applied: %s is no longer in config.yaml.", strings.Join(p.path()[:2], "."))
 	}
-	if now := agentSetting(a, p.key); !sameSetting(now, p.old) {
-		return fmt.Sprintf("❌ Not applied: %s's %s changed since the proposal (it is %s now). Nothing was written; propose again.",
-			p.agent, p.key, showValue(now))
+	if !sameSetting(now, p.old) {
+		return fmt.Sprintf("❌ Not applied: %s changed since the proposal (it is %s now). Nothing was written; propose again.",
+			p.subject(), showValue(now))
 	}
-	edit, problem := b.configEdit(w, string(p.agent), p.key, p.value)
+	edit, problem := b.configEdit(w, p.path(), p.value)
 	if problem != "" {
 		return problem
 	}
@@ -459,7 +545,7 @@ func (b *Bot) applyConfig(ctx context.Context, p *configProposal) string {
 		log.Warn().Err(err).Msg("failed to write a configuration change from chat")
 		return "⚠️ Not applied: config.yaml could not be written; the log has the details."
 	}
-	ev := log.Info().Str("path", edit.path).Stringer("by", p.by).Str("agent", string(p.agent)).Str("setting", p.key)
+	ev := log.Info().Str("path", edit.path).Stringer("by", p.by).Str("setting", strings.Join(p.path(), "."))
 	if p.key == "instructions" {
 		ev = ev.Int("old_chars", len(p.old.(string))).Int("new_chars", len(p.value.(string)))
 	} else {
@@ -477,6 +563,6 @@ func (b *Bot) applyConfig(ctx context.Context, p *configProposal) string {
 		}
 		return "❌ Not applied: the change did not load, so config.yaml was put back as it was.\n\n" + reloadFailureSummary(err)
 	}
-	return fmt.Sprintf("✅ Applied: %s's %s is now %s (confirmed by %s). Reloaded in %s: %s.",
-		p.agent, p.key, showValue(p.value), p.by, logDuration(rep.Took), rep.Summary())
+	return fmt.Sprintf("✅ Applied: %s is now %s (confirmed by %s). Reloaded in %s: %s.",
+		p.subject(), showValue(p.value), p.by, logDuration(rep.Took), rep.Summary())
 }

@@ -27,7 +27,8 @@ var updateConfigGolden = flag.Bool("update-configcmd", false, "rewrite testdata/
 // nothing), then config.yaml is written with its comments and ${VAR}
 // reference intact (golden file) and reloaded, and the next turn runs on
 // the new model; a change that passes the file check but does not load
-// (an unknown tool) is put back.
+// (an unknown tool) is put back; the room's thread_mode set to room makes
+// the next answer come in the room's timeline.
 func TestConfigCommandFromChat(t *testing.T) {
 	var bob *hstest.User
 	e := newTurnEnvWith(t, func(e *turnEnv) {
@@ -123,6 +124,23 @@ func TestConfigCommandFromChat(t *testing.T) {
 	waitMessageFrom(t, e.person, e.room, router, "the change did not load, so config.yaml was put back")
 	if after, err := os.ReadFile(e.yaml); err != nil || !bytes.Equal(after, before) {
 		t.Errorf("config.yaml after a change that did not load (%v):\n%s", err, after)
+	}
+
+	// The room's own setting: the agents answer in its timeline from now
+	// on, not in a thread of the message.
+	e.say("!config room thread_mode room", "")
+	proposal = waitEventFrom(t, e.person, e.room, router, "+ room")
+	react(t, e.person, e.room, proposal, "✅")
+	waitMessageFrom(t, e.person, e.room, router, "this room's thread_mode is now `room`")
+	if got, _ := os.ReadFile(e.yaml); !strings.Contains(string(got), "    thread_mode: room\n") {
+		t.Errorf("config.yaml lacks the room's thread_mode:\n%s", got)
+	}
+	e.llm.Script(llmtest.Text("In the timeline."))
+	e.say("and where do you answer now?", "")
+	e.waitTerminal(3)
+	_, _, reply := e.visibleText(e.results[2].EventID)
+	if rel := reply.Content.AsMessage().RelatesTo; rel != nil && rel.Type == event.RelThread {
+		t.Errorf("after thread_mode room the answer is in thread %s", rel.EventID)
 	}
 }
 

@@ -176,7 +176,8 @@ agents:
 	admin, person, room := id.UserID("@admin:example.org"), id.UserID("@someone:example.org"), id.RoomID("!main:example.org")
 	cfg.Authorization.GlobalUsers = []id.UserID{admin}
 	worldOf := func(c *config.Config) *world {
-		return &world{cfg: c, joined: map[hooks.AgentName][]id.RoomID{"helper": {room}, "secretive": {room}}}
+		return &world{cfg: c, rooms: map[string]id.RoomID{"main": room},
+			joined: map[hooks.AgentName][]id.RoomID{"helper": {room}, "secretive": {room}}}
 	}
 	tests := []struct {
 		name     string
@@ -191,7 +192,12 @@ agents:
 		{"show", cfg, admin, "!config", "**helper**: model `small`; tools `current_time`; instructions not set", false},
 		{"agent of another room", cfg, admin, "!config other model big", "no agent `other` in this room; agents here: helper", false},
 		{"unknown key", cfg, admin, "!config helper rooms main", "cannot change `rooms`; it can change: model, instructions, tools", false},
-		{"thread mode", cfg, admin, "!config helper thread_mode room", "defaults.thread_mode in config.yaml applies to every agent", false},
+		{"thread mode", cfg, admin, "!config helper thread_mode room", "not a setting of one agent but of the room: `!config room thread_mode", false},
+		{"show the room", cfg, admin, "!config", "This room (rooms.main): thread_mode `thread` (defaults.thread_mode)", false},
+		{"the room's thread mode", cfg, admin, "!config room thread_mode", "This room's thread_mode is not set (in service: `thread`)", false},
+		{"a room setting", cfg, admin, "!config room thread_mode room", "  rooms.main.thread_mode\n- \n+ room\n", true},
+		{"a room setting's value", cfg, admin, "!config room thread_mode sideways", "thread_mode is `thread`", false},
+		{"an unknown room setting", cfg, admin, "!config room topic hello", "`!config room` cannot change `topic`; it can change: thread_mode", false},
 		{"one setting", cfg, admin, "!config helper tools", "helper's tools is `current_time`", false},
 		{"same value", cfg, admin, "!config helper model small", "nothing to change", false},
 		{"bad tools", cfg, admin, "!config helper tools a,,b", "comma-separated list", false},

@@ -50,7 +50,7 @@ func (b *Bot) handleEncrypted(ctx context.Context, w *world, ev *event.Event, re
 			opts.ThreadRoot = rel.EventID
 		}
 	}
-	if opts.ThreadRoot == "" && w.cfg.Defaults.ThreadMode != config.ThreadModeRoom {
+	if opts.ThreadRoot == "" && w.threadMode(ev.RoomID) != config.ThreadModeRoom {
 		opts.ThreadRoot = ev.ID
 	}
 	if !b.authorized(w, ev.Sender, ev.RoomID) {

@@ -134,6 +134,28 @@ func (b *Bot) directRoom(w *world, room id.RoomID) bool {
 	return false
 }
 
+// roomKey is the key of config.yaml's rooms that room is, or "" when it
+// is not a configured room (a DM, a room an agent was invited to).
+func (w *world) roomKey(room id.RoomID) string {
+	for key, rid := range w.rooms {
+		if rid == room {
+			return key
+		}
+	}
+	return ""
+}
+
+// threadMode is where the agents reply in room: the room's thread_mode,
+// else defaults.thread_mode.
+func (w *world) threadMode(room id.RoomID) config.ThreadMode {
+	if key := w.roomKey(room); key != "" {
+		if m := w.cfg.Rooms[key].ThreadMode; m != "" {
+			return m
+		}
+	}
+	return w.cfg.Defaults.ThreadMode
+}
+
 // roomRefID resolves a room reference of config.yaml (a room key, a room id
 // or an alias of a configured room) to the room id it names here.
 func (w *world) roomRefID(ref string) id.RoomID {
@@ -252,7 +274,7 @@ func malformedMessage(ev *event.Event, msg *event.MessageEventContent) string {
 func (b *Bot) envelope(w *world, ev *event.Event, msg *event.MessageEventContent) hooks.Envelope {
 	thread := threadRoot(msg)
 	resolved := thread
-	if resolved == "" && w.cfg.Defaults.ThreadMode != config.ThreadModeRoom {
+	if resolved == "" && w.threadMode(ev.RoomID) != config.ThreadModeRoom {
 		resolved = ev.ID
 	}
 	kind := hooks.SourceMessage

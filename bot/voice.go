@@ -94,7 +94,7 @@ func (b *Bot) transcribeVoice(ctx context.Context, w *world, ev *event.Event, ms
 	opts := matrixio.SendOptions{Notice: true, PlainText: true}
 	if root := threadRoot(msg); root != "" {
 		opts.ThreadRoot = root
-	} else if w.cfg.Defaults.ThreadMode != config.ThreadModeRoom {
+	} else if w.threadMode(ev.RoomID) != config.ThreadModeRoom {
 		opts.ThreadRoot = ev.ID
 	} else {
 		opts.ReplyTo = ev.ID

@@ -418,6 +418,9 @@ type Room struct {
 	// room. Default true, as Element does for private rooms. Rooms that
 	// exist already are left as they are (encryption cannot be turned off).
 	Encryption *bool `yaml:"encryption"`
+	// ThreadMode is where the agents reply in this room: "thread" or
+	// "room"; empty means defaults.thread_mode.
+	ThreadMode ThreadMode `yaml:"thread_mode"`
 }
 
 // Encrypted reports whether the room is created with encryption.

@@ -280,6 +280,9 @@ func (v *validator) rooms() {
 			}
 		}
 		v.userIDs(JoinKey(p, "invite"), r.Invite)
+		if r.ThreadMode != "" {
+			v.oneOf(JoinKey(p, "thread_mode"), string(r.ThreadMode), string(ThreadModeThread), string(ThreadModeRoom))
+		}
 		if r.Alias != "" {
 			if !validAlias(r.Alias) {
 				v.errorf(JoinKey(p, "alias"), "%q is not a room alias (#name:server) or alias localpart (name)", r.Alias)
