@@ -96,6 +96,23 @@ authorization:
 		return err == nil && ok
 	})
 
+	// The router's session, verified to-device (Element's "Verify
+	// session"): no room to post the emoji in; the router confirms and
+	// the js client then sees the router verified too.
+	router := e.bot.bot.router
+	phone.WaitDevice(t, router.UserID(), router.DeviceID())
+	if sas := phone.VerifyDevice(t, router.UserID(), router.DeviceID()); len(sas.Emoji) != 7 {
+		t.Fatalf("to-device verification: the js client shows %d emoji, want 7", len(sas.Emoji))
+	}
+	phone.VerifyConfirm(t)
+	testkit.Eventually(t, 30*time.Second, "the js client to see the router as verified", func() bool {
+		st := phone.VerificationStatus(t, router.UserID(), router.DeviceID())
+		return st.UserVerified && st.DeviceCrossSigningVerified
+	})
+	if got := router.VerifiedBy(); !slices.Equal(got, []id.UserID{alice.UserID}) {
+		t.Errorf("the router records verifications by %v, want [%s]", got, alice.UserID)
+	}
+
 	// bob is not an administrator: refused, with the reason.
 	laptop := e.hs.StartClient(t, hstest.JS, bob, hstest.ClientOptions{})
 	broom := laptop.CreateRoom(t, hstest.RoomOptions{Encrypted: true, Direct: true, Invite: []id.UserID{helper}})

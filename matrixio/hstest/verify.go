@@ -76,3 +76,14 @@ func (c *Client) VerificationStatus(t testing.TB, user id.UserID, device id.Devi
 	c.call(t, "verification_status", DefaultCommandTimeout, map[string]any{"user_id": user, "device_id": device}, &st)
 	return st
 }
+
+// VerifyDevice is VerifyUser with a to-device request to one device of user (Element's
+// "Verify session"). VerifyConfirm confirms it.
+func (c *Client) VerifyDevice(t testing.TB, user id.UserID, device id.DeviceID) SAS {
+	t.Helper()
+	var sas SAS
+	c.call(t, "verify_user", verifyTimeout+5*time.Second, map[string]any{
+		"user_id": user, "device_id": device, "timeout_ms": verifyTimeout.Milliseconds(),
+	}, &sas)
+	return sas
+}

@@ -545,7 +545,8 @@ const commands = {
     return { ready: await crypto.isCrossSigningReady(), private_keys_cached: status.privateKeysCachedLocally.masterKey };
   },
 
-  // verify_user asks user_id to verify in room_id (Element's "Verify user": an in-room request),
+  // verify_user asks user_id to verify in room_id (Element's "Verify user": an in-room request;
+  // with device_id instead a to-device request to that device),
   // waits until the other side accepts, starts emoji (SAS) verification and returns the emoji
   // and decimals this client shows. verify_confirm then confirms them.
   async verify_user(a) {
@@ -553,7 +554,10 @@ const commands = {
     const crypto = client.getCrypto();
     const timeoutMs = a.timeout_ms ?? 30000;
     await crypto.getUserDeviceInfo([a.user_id], true);
-    const request = await crypto.requestVerificationDM(a.user_id, a.room_id);
+    // With device_id: a to-device request to that device (Element's "Verify session").
+    const request = a.device_id
+      ? await crypto.requestDeviceVerification(a.user_id, a.device_id)
+      : await crypto.requestVerificationDM(a.user_id, a.room_id);
     state.verification = { request, verifier: null, sas: null, done: null };
     request.on("change", () => notify());
     // Phases: 3 ready, 4 started, 5 cancelled, 6 done.
