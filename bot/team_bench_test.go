@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -16,8 +17,14 @@ import (
 )
 
 // teamBenchDelay is how long the scripted model takes to answer any
-// request of BenchmarkTeamOverhead.
-const teamBenchDelay = 50 * time.Millisecond
+// request of BenchmarkTeamOverhead: 50 ms, or HOOKROOM_TEAM_BENCH_DELAY
+// (a duration: 500ms is closer to a hosted model's answer).
+var teamBenchDelay = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("HOOKROOM_TEAM_BENCH_DELAY")); err == nil && d > 0 {
+		return d
+	}
+	return 50 * time.Millisecond
+}()
 
 // teamBenchEnv is the setup of BenchmarkTeamOverhead: one room with three
 // agents (alpha, beta, gamma) on a model that answers after teamBenchDelay,
