@@ -168,6 +168,27 @@ type Message struct {
 	MediaEncrypted     bool   `json:"media_encrypted"`
 }
 
+// Reaction is a received m.reaction: an m.annotation of another event with a key (an emoji).
+type Reaction struct {
+	RoomID  id.RoomID  `json:"room_id"`
+	EventID id.EventID `json:"event_id"`
+	Sender  id.UserID  `json:"sender"`
+	Target  id.EventID `json:"target"` // the event reacted to
+	Key     string     `json:"key"`
+	// Encrypted is true when it came as m.room.encrypted. Both clients send reactions in the
+	// clear, also in encrypted rooms, as Element does.
+	Encrypted bool `json:"encrypted"`
+}
+
+// ReactionMatch selects the reaction WaitReaction waits for: the oldest reaction in the room
+// that this client received and that passes every set field.
+type ReactionMatch struct {
+	Sender  id.UserID
+	Target  id.EventID
+	Key     string
+	Timeout time.Duration // default DefaultWaitTimeout
+}
+
 // SyncCondition is what SyncUntil waits for.
 type SyncCondition string
 
@@ -538,6 +559,34 @@ func (c *Client) Redact(t testing.TB, room id.RoomID, target id.EventID, reason 
 	}
 	c.call(t, "redact", DefaultCommandTimeout, map[string]any{"room_id": room, "event_id": target, "reason": reason}, &res)
 	return res.EventID
+}
+
+// React annotates target with key (an m.reaction with m.relates_to {rel_type: m.annotation,
+// event_id, key}) and returns the reaction's event id. Like Element, both clients send it
+// unencrypted even in an encrypted room (what nio's room_send and matrix-js-sdk's sendEvent do
+// by default for m.reaction).
+func (c *Client) React(t testing.TB, room id.RoomID, target id.EventID, key string) id.EventID {
+	t.Helper()
+	var res struct {
+		EventID id.EventID `json:"event_id"`
+	}
+	c.call(t, "react", DefaultCommandTimeout, map[string]any{"room_id": room, "event_id": target, "key": key}, &res)
+	return res.EventID
+}
+
+// WaitReaction waits for the oldest reaction in room that passes m (see ReactionMatch) and
+// returns it. The test fails on a timeout.
+func (c *Client) WaitReaction(t testing.TB, room id.RoomID, m ReactionMatch) Reaction {
+	t.Helper()
+	timeout := m.Timeout
+	if timeout <= 0 {
+		timeout = DefaultWaitTimeout
+	}
+	var r Reaction
+	c.call(t, "wait_reaction", timeout+15*time.Second, map[string]any{
+		"room_id": room, "sender": m.Sender, "target": m.Target, "key": m.Key, "timeout_ms": timeout.Milliseconds(),
+	}, &r)
+	return r
 }
 
 // SendImage uploads data (encrypted as an attachment when the room is encrypted) and sends it

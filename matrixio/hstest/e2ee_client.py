@@ -14,6 +14,7 @@ upload, device-list queries, one-time key claims, to-device messages). Every m.r
 sees is kept in arrival order, decrypted where possible; m.replace edits are folded into the
 message they edit and redactions mark their target. An event that cannot be decrypted is kept
 with undecryptable set and retried after every sync, so a late room key still decrypts it.
+Reactions (m.reaction, m.annotation) are kept apart, for wait_reaction.
 
 The store directory keeps the olm account, sessions, sync token and the session (user, device,
 access token), so a new process with the same directory is the same device.
@@ -190,12 +191,30 @@ class Message:
         return out
 
 
+class Reaction:
+    """One m.reaction (an m.annotation of another event) as this client saw it."""
+
+    def __init__(self, room_id, event_id, sender, seq, relates_to, encrypted):
+        self.room_id = room_id
+        self.event_id = event_id
+        self.sender = sender
+        self.seq = seq
+        self.target = relates_to.get("event_id", "")
+        self.key = relates_to.get("key", "")
+        self.encrypted = encrypted
+
+    def as_json(self):
+        return {"room_id": self.room_id, "event_id": self.event_id, "sender": self.sender,
+                "target": self.target, "key": self.key, "encrypted": self.encrypted}
+
+
 class E2EEClient:
     def __init__(self):
         self.client = None
         self.store_dir = ""
         self.login_ts = 0  # ms; events older than this predate the device ("history")
         self.messages = []
+        self.reactions = []  # Reaction in arrival order
         self.by_id = {}  # event id -> Message
         self.seq_of = {}  # event id -> arrival order, for every timeline event seen
         self.pending_edits = {}  # target event id -> [(sender, event_id, body or None)]
@@ -290,9 +309,15 @@ class E2EEClient:
             msg.decrypt_error = "no room key for session " + getattr(ev, "session_id", "?")
             self.add_message(msg)
             return
+        content = src.get("content", {})
+        if src.get("type") == "m.reaction":
+            relates = content.get("m.relates_to") or {}
+            if relates.get("rel_type") == "m.annotation":
+                self.reactions.append(Reaction(room_id, event_id, ev.sender, self.seq_of[event_id], relates,
+                                               bool(getattr(ev, "decrypted", False))))
+            return
         if not isinstance(ev, RoomMessage):
             return
-        content = src.get("content", {})
         relates = content.get("m.relates_to") or {}
         if relates.get("rel_type") == "m.replace":
             new = content.get("m.new_content") or {}
@@ -561,7 +586,7 @@ class E2EEClient:
             content["m.relates_to"] = {"m.in_reply_to": {"event_id": a["reply_to"]}}
         return content
 
-    async def room_send(self, room_id, content):
+    async def room_send(self, room_id, content, event_type="m.room.message"):
         if room_id not in self.client.rooms:
             raise CommandError(f"not in room {room_id} (join it and let it sync first)")
         # Under the key lock: the sync loop's key upkeep (queries, claims) waits meanwhile.
@@ -570,7 +595,7 @@ class E2EEClient:
             if self.client.should_query_keys:
                 await self.client.keys_query()
             self.apply_trust()
-            resp = await self.client.room_send(room_id, "m.room.message", content,
+            resp = await self.client.room_send(room_id, event_type, content,
                                                ignore_unverified_devices=True)
         if not isinstance(resp, RoomSendResponse):
             raise CommandError(f"send to {room_id} failed: {why(resp)}")
@@ -590,6 +615,31 @@ class E2EEClient:
             "m.relates_to": {"rel_type": "m.replace", "event_id": a["event_id"]},
         }
         return {"event_id": await self.room_send(a["room_id"], content)}
+
+    async def cmd_react(self, a):
+        """React to event_id with key (an m.reaction annotating it). nio's room_send, like
+        Element, sends reactions unencrypted even in an encrypted room (the relation is in the
+        clear anyway); this does what the library does."""
+        self.need_login()
+        content = {"m.relates_to": {"rel_type": "m.annotation", "event_id": a["event_id"], "key": a["key"]}}
+        return {"event_id": await self.room_send(a["room_id"], content, "m.reaction")}
+
+    async def cmd_wait_reaction(self, a):
+        """Wait for the oldest reaction in room_id matching the filters (sender, target, key)."""
+        self.need_login()
+
+        def pred():
+            for r in self.reactions:
+                if r.room_id != a["room_id"]:
+                    continue
+                if any(a.get(k) and getattr(r, k) != a[k] for k in ("sender", "target", "key")):
+                    continue
+                return r
+            return None
+
+        desc = ", ".join(f"{k}={a[k]!r}" for k in ("sender", "target", "key") if a.get(k))
+        r = await self.wait_for(pred, a.get("timeout_ms", 30000) / 1000, f"a reaction in {a['room_id']} ({desc})")
+        return r.as_json()
 
     async def cmd_redact(self, a):
         self.need_login()

@@ -423,6 +423,46 @@ const commands = {
     return { event_id: await roomSend(a.room_id, content) };
   },
 
+  // react annotates event_id with key (an m.reaction). matrix-js-sdk, like Element, sends
+  // reactions unencrypted even in an encrypted room (the relation is in the clear anyway);
+  // this does what the SDK does.
+  async react(a) {
+    const content = { "m.relates_to": { rel_type: "m.annotation", event_id: a.event_id, key: a.key } };
+    return { event_id: await roomSend(a.room_id, content, "m.reaction") };
+  },
+
+  // wait_reaction waits for the oldest reaction in room_id matching sender, target and key.
+  async wait_reaction(a) {
+    need();
+    const pred = () => {
+      for (const e of state.entries) {
+        const ev = e.ev;
+        if (e.roomId !== a.room_id || ev.isRedacted() || ev.getType() !== "m.reaction") continue;
+        const rel = relation(ev);
+        if (rel.rel_type !== "m.annotation") continue;
+        if (a.sender && ev.getSender() !== a.sender) continue;
+        if (a.target && rel.event_id !== a.target) continue;
+        if (a.key && rel.key !== a.key) continue;
+        return e;
+      }
+      return null;
+    };
+    const desc = ["sender", "target", "key"]
+      .filter((k) => a[k])
+      .map((k) => `${k}=${JSON.stringify(a[k])}`)
+      .join(", ");
+    const e = await waitFor(pred, a.timeout_ms ?? 30000, `a reaction in ${a.room_id} (${desc})`);
+    const rel = relation(e.ev);
+    return {
+      room_id: e.roomId,
+      event_id: e.ev.getId(),
+      sender: e.ev.getSender(),
+      target: rel.event_id || "",
+      key: rel.key || "",
+      encrypted: e.ev.isEncrypted(),
+    };
+  },
+
   async redact(a) {
     const resp = await need().redactEvent(a.room_id, a.event_id, undefined, a.reason ? { reason: a.reason } : undefined);
     return { event_id: resp.event_id };
@@ -639,14 +679,14 @@ const commands = {
   },
 };
 
-async function roomSend(roomId, content) {
+async function roomSend(roomId, content, type = "m.room.message") {
   const client = need();
   const room = client.getRoom(roomId);
   if (!room || room.getMyMembership() !== "join") {
     throw new CommandError(`not in room ${roomId} (join it and let it sync first)`);
   }
   if (state.policy === "tofu") await trustMembers(room);
-  const resp = await client.sendEvent(roomId, "m.room.message", content);
+  const resp = await client.sendEvent(roomId, type, content);
   return resp.event_id;
 }
 
