@@ -341,7 +341,7 @@ func (ix *Index) indexFile(ctx context.Context, w *writer, b BaseOptions, abs, p
 	var chunks []Chunk
 	textBytes := len(data)
 	if pdfFile {
-		pages, err := pdfPages(path, data)
+		pages, err := pdfPages(path, data, pdfLimits{text: ix.opts.maxFileBytes()})
 		if pe := (*pdfError)(nil); errors.As(err, &pe) {
 			return skip(pe.reason)
 		} else if err != nil {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -38,12 +40,19 @@ const errNoText = "no text in the PDF (scanned or image-only?)"
 
 // pdfPages returns the text of each page of the PDF data (named path in
 // errors), page 1 first; a page without text is "". An encrypted PDF that
-// needs a password, a broken one and one without any text are a
-// *pdfError. The reader panics on some malformed files: every call into it
+// needs a password, a broken one, one without any text and one beyond lim
+// are a *pdfError. The reader panics on some malformed files: every call into it
 // runs under a recover that turns a panic into a *pdfError naming the file.
-func pdfPages(path string, data []byte) (pages []string, err error) {
+func pdfPages(path string, data []byte, lim pdfLimits) (pages []string, err error) {
+	lim = lim.withDefaults()
 	defer func() {
-		if r := recover(); r != nil {
+		switch r := recover(); {
+		case r == nil:
+		case r == errTooMuchText:
+			pages, err = nil, &pdfError{path, fmt.Sprintf("too much text: more than max_file_bytes %d", lim.text)}
+		case r == errTooSlow:
+			pages, err = nil, &pdfError{path, fmt.Sprintf("too slow: reading its pages took more than %v", lim.time)}
+		default:
 			pages, err = nil, &pdfError{path, shortReason(fmt.Sprintf("broken PDF: %v", r))}
 		}
 	}()
@@ -65,12 +74,13 @@ func pdfPages(path string, data []byte) (pages []string, err error) {
 		return nil, &pdfError{path, fmt.Sprintf("broken PDF: %d pages claimed, more than %d", n, maxPDFPages)}
 	}
 	found := false
+	budget := &pdfBudget{pdfLimits: lim, deadline: time.Now().Add(lim.time)}
 	for i := 1; i <= n; i++ {
 		p := r.Page(i)
 		if p.V.IsNull() {
 			return nil, &pdfError{path, fmt.Sprintf("broken PDF: page %d of %d is missing", i, n)}
 		}
-		text := pageText(pageGlyphs(p))
+		text := pageText(pageGlyphs(p, budget))
 		if text != "" {
 			found = true
 		}
@@ -81,6 +91,58 @@ func pdfPages(path string, data []byte) (pages []string, err error) {
 	}
 	return pages, nil
 }
+
+// pdfLimits bound what reading one PDF may take; a zero field is its
+// default.
+type pdfLimits struct {
+	// text bounds the glyphs drawn (max_file_bytes): beyond 4 per byte,
+	// reading stops with "too much text". The extracted text is checked
+	// against text exactly afterwards.
+	text int64
+	// stream is the largest content stream read, unpacked (16 MiB): a
+	// bigger one (a huge drawing, or a compression bomb) is not read, so a
+	// page without other content has no text.
+	stream int64
+	// time bounds the reading of the pages (2 minutes); a negative time
+	// is already over.
+	time time.Duration
+}
+
+func (l pdfLimits) withDefaults() pdfLimits {
+	if l.text <= 0 {
+		l.text = DefaultMaxFileBytes
+	}
+	if l.stream <= 0 {
+		l.stream = 16 << 20
+	}
+	if l.time == 0 {
+		l.time = 2 * time.Minute
+	}
+	return l
+}
+
+// pdfBudget is what is left of the limits while a PDF is read.
+type pdfBudget struct {
+	pdfLimits
+	usedGlyphs int64
+	deadline   time.Time
+	ops        int
+}
+
+// tick is called at every operator of a content stream: it stops the
+// reading once the time is over (looking at the clock every 1024
+// operators).
+func (b *pdfBudget) tick() {
+	if b.ops++; b.ops%1024 == 1 && !time.Now().Before(b.deadline) {
+		panic(errTooSlow)
+	}
+}
+
+// Sentinel panics that stop reading a PDF beyond its limits.
+var (
+	errTooMuchText = errors.New("too much text")
+	errTooSlow     = errors.New("too slow")
+)
 
 // normalizeHeader returns data with a header the reader accepts: it wants
 // "%PDF-1.0" to "%PDF-1.7" followed by a line end, and refuses PDF 2.0
@@ -289,25 +351,57 @@ const (
 // once instead of at every glyph (which made a 1 MB file take a minute),
 // reading composite fonts' two-byte codes and widths, and ignoring
 // malformed operators instead of panicking.
-func pageGlyphs(p pdf.Page) []pdf.Text {
+func pageGlyphs(p pdf.Page, budget *pdfBudget) []pdf.Text {
 	if p.V.IsNull() {
 		return nil
 	}
-	w := &glyphWalker{}
+	w := &glyphWalker{budget: budget}
 	w.walk(p.V.Key("Contents"), p.Resources(), identity, 0)
 	return w.out
 }
 
 // glyphWalker collects the glyphs of one page.
 type glyphWalker struct {
-	out   []pdf.Text
-	forms int
+	out    []pdf.Text
+	forms  int
+	budget *pdfBudget
+}
+
+// tooBig reports whether a content stream, or one of an array of them,
+// is bigger than limit unpacked. It unpacks only a stream that could be:
+// one with more than one filter, or whose packed length times 1032 (the
+// most Flate can gain) is more than limit.
+func tooBig(contents pdf.Value, limit int64) bool {
+	big := func(v pdf.Value) bool {
+		if v.Kind() != pdf.Stream {
+			return false
+		}
+		if n := v.Key("Length").Int64(); n > 0 && n <= limit/1032 && v.Key("Filter").Len() <= 1 {
+			return false
+		}
+		rc := v.Reader()
+		defer rc.Close()
+		n, _ := io.Copy(io.Discard, io.LimitReader(rc, limit+1))
+		return n > limit
+	}
+	if contents.Kind() != pdf.Array {
+		return big(contents)
+	}
+	for i := range contents.Len() {
+		if big(contents.Index(i)) {
+			return true
+		}
+	}
+	return false
 }
 
 // walk interprets a content stream (or array of streams) drawn with the
 // transformation ctm, its fonts and forms named in resources.
 func (w *glyphWalker) walk(contents, resources pdf.Value, ctm affine, depth int) {
 	if contents.IsNull() {
+		return
+	}
+	if tooBig(contents, w.budget.stream) {
 		return
 	}
 	fonts := map[string]*pdfFont{}
@@ -337,6 +431,9 @@ func (w *glyphWalker) walk(contents, resources pdf.Value, ctm affine, depth int)
 			}
 			w0 := g.font.width(code)
 			trm := affine{g.tfs * g.th, 0, 0, g.tfs, 0, g.rise}.then(tm).then(g.ctm)
+			if w.budget.usedGlyphs++; w.budget.usedGlyphs > 4*w.budget.text {
+				panic(errTooMuchText)
+			}
 			w.out = append(w.out, pdf.Text{
 				FontSize: math.Hypot(trm[2], trm[3]),
 				X:        trm[4], Y: trm[5],
@@ -355,6 +452,7 @@ func (w *glyphWalker) walk(contents, resources pdf.Value, ctm affine, depth int)
 		tm = tlm
 	}
 	pdf.Interpret(contents, func(stk *pdf.Stack, op string) {
+		w.budget.tick()
 		n := stk.Len()
 		args := make([]pdf.Value, n)
 		for i := n - 1; i >= 0; i-- {

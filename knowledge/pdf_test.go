@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ledongthuc/pdf"
 
@@ -142,7 +143,7 @@ func TestPDFPages(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pages, err := pdfPages("dir/f.pdf", c.data)
+			pages, err := pdfPages("dir/f.pdf", c.data, pdfLimits{})
 			if c.reason == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -158,6 +159,37 @@ func TestPDFPages(t *testing.T) {
 			}
 			if !strings.HasPrefix(err.Error(), "failed to read PDF file dir/f.pdf: ") {
 				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+func TestPDFLimits(t *testing.T) {
+	twoPages := makePDF([][]string{{"Chapter one", "The wombat digs burrows."}, {"Chapter two", "The numbat eats termites."}}, pdfOptions{})
+	bigPage := "BT /F1 10 Tf 72 700 Td (" + strings.Repeat("drawn ", 300) + ") Tj ET"
+	cases := []struct {
+		name   string
+		data   []byte
+		lim    pdfLimits
+		pages  []string
+		reason string
+	}{
+		{"within", twoPages, pdfLimits{text: 100, stream: 100, time: time.Minute}, []string{"Chapter one\nThe wombat digs burrows.", "Chapter two\nThe numbat eats termites."}, ""},
+		{"too much text", twoPages, pdfLimits{text: 10}, nil, "too much text: more than max_file_bytes 10"},
+		{"a content stream too big is not read", makePDF([][]string{{"x"}, {"small page"}}, pdfOptions{content: []string{bigPage}}), pdfLimits{stream: 1000}, []string{"", "small page"}, ""},
+		{"too slow", twoPages, pdfLimits{time: -time.Second}, nil, "too slow: reading its pages took more than -1s"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pages, err := pdfPages("f.pdf", c.data, c.lim)
+			if c.reason == "" {
+				if err != nil || !slices.Equal(pages, c.pages) {
+					t.Fatalf("pages %q, %v; want %q", pages, err, c.pages)
+				}
+				return
+			}
+			if pe, ok := err.(*pdfError); !ok || pe.reason != c.reason {
+				t.Fatalf("error %v; want reason %q", err, c.reason)
 			}
 		})
 	}
