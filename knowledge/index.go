@@ -341,11 +341,11 @@ func (ix *Index) indexFile(ctx context.Context, w *writer, b BaseOptions, abs, p
 	var chunks []Chunk
 	textBytes := len(data)
 	if pdfFile {
-		pages, err := pdfPages(path, data, pdfLimits{text: ix.opts.maxFileBytes()})
+		pages, err := pdfPages(ctx, path, data, pdfLimits{text: ix.opts.maxFileBytes()})
 		if pe := (*pdfError)(nil); errors.As(err, &pe) {
 			return skip(pe.reason)
 		} else if err != nil {
-			return skip(err.Error())
+			return err // ctx is done
 		}
 		textBytes = 0
 		for _, p := range pages {

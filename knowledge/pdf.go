@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,15 +42,17 @@ const errNoText = "no text in the PDF (scanned or image-only?)"
 // pdfPages returns the text of each page of the PDF data (named path in
 // errors), page 1 first; a page without text is "". An encrypted PDF that
 // needs a password, a broken one, one without any text and one beyond lim
-// are a *pdfError. The reader panics on some malformed files: every call into it
+// are a *pdfError; when ctx is done, reading stops with its error. The reader panics on some malformed files: every call into it
 // runs under a recover that turns a panic into a *pdfError naming the file.
-func pdfPages(path string, data []byte, lim pdfLimits) (pages []string, err error) {
+func pdfPages(ctx context.Context, path string, data []byte, lim pdfLimits) (pages []string, err error) {
 	lim = lim.withDefaults()
 	defer func() {
 		switch r := recover(); {
 		case r == nil:
 		case r == errTooMuchText:
 			pages, err = nil, &pdfError{path, fmt.Sprintf("too much text: more than max_file_bytes %d", lim.text)}
+		case r == errCanceled:
+			pages, err = nil, fmt.Errorf("failed to read PDF file %s: %w", path, ctx.Err())
 		case r == errTooSlow:
 			pages, err = nil, &pdfError{path, fmt.Sprintf("too slow: reading its pages took more than %v", lim.time)}
 		default:
@@ -74,7 +77,7 @@ func pdfPages(path string, data []byte, lim pdfLimits) (pages []string, err erro
 		return nil, &pdfError{path, fmt.Sprintf("broken PDF: %d pages claimed, more than %d", n, maxPDFPages)}
 	}
 	found := false
-	budget := &pdfBudget{pdfLimits: lim, deadline: time.Now().Add(lim.time)}
+	budget := &pdfBudget{pdfLimits: lim, ctx: ctx, deadline: time.Now().Add(lim.time)}
 	for i := 1; i <= n; i++ {
 		p := r.Page(i)
 		if p.V.IsNull() {
@@ -125,15 +128,22 @@ func (l pdfLimits) withDefaults() pdfLimits {
 type pdfBudget struct {
 	pdfLimits
 	usedGlyphs int64
+	ctx        context.Context
 	deadline   time.Time
 	ops        int
 }
 
 // tick is called at every operator of a content stream: it stops the
-// reading once the time is over (looking at the clock every 1024
+// reading once the time is over or the context is done (looking every 1024
 // operators).
 func (b *pdfBudget) tick() {
-	if b.ops++; b.ops%1024 == 1 && !time.Now().Before(b.deadline) {
+	if b.ops++; b.ops%1024 != 1 {
+		return
+	}
+	if b.ctx.Err() != nil {
+		panic(errCanceled)
+	}
+	if !time.Now().Before(b.deadline) {
 		panic(errTooSlow)
 	}
 }
@@ -142,6 +152,7 @@ func (b *pdfBudget) tick() {
 var (
 	errTooMuchText = errors.New("too much text")
 	errTooSlow     = errors.New("too slow")
+	errCanceled    = errors.New("canceled")
 )
 
 // normalizeHeader returns data with a header the reader accepts: it wants

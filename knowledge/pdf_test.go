@@ -2,6 +2,8 @@ package knowledge
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -143,7 +145,7 @@ func TestPDFPages(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pages, err := pdfPages("dir/f.pdf", c.data, pdfLimits{})
+			pages, err := pdfPages(t.Context(), "dir/f.pdf", c.data, pdfLimits{})
 			if c.reason == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -179,9 +181,16 @@ func TestPDFLimits(t *testing.T) {
 		{"a content stream too big is not read", makePDF([][]string{{"x"}, {"small page"}}, pdfOptions{content: []string{bigPage}}), pdfLimits{stream: 1000}, []string{"", "small page"}, ""},
 		{"too slow", twoPages, pdfLimits{time: -time.Second}, nil, "too slow: reading its pages took more than -1s"},
 	}
+	t.Run("canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := pdfPages(ctx, "f.pdf", twoPages, pdfLimits{}); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "f.pdf") {
+			t.Fatalf("error %v; want context.Canceled naming the file", err)
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pages, err := pdfPages("f.pdf", c.data, c.lim)
+			pages, err := pdfPages(t.Context(), "f.pdf", c.data, c.lim)
 			if c.reason == "" {
 				if err != nil || !slices.Equal(pages, c.pages) {
 					t.Fatalf("pages %q, %v; want %q", pages, err, c.pages)
