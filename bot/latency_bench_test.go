@@ -200,9 +200,10 @@ func benchTurnLatencyWith(b *testing.B, s latencySetup) {
 			return false
 		}, llmtest.Text("never sent"))
 	}
+	var r *running
 	if s.configPlugins {
 		var logs testkit.Buffer
-		r := e.run(cfg, Options{}, zerolog.New(&logs).Level(zerolog.InfoLevel))
+		r = e.run(cfg, Options{}, zerolog.New(&logs).Level(zerolog.InfoLevel))
 		testkit.Until(b, 60*time.Second, func() (bool, string) {
 			return strings.Count(logs.String(), "account caught up") >= 2, "waiting until router and helper caught up:\n" + logs.String()
 		})
@@ -275,6 +276,15 @@ func benchTurnLatencyWith(b *testing.B, s latencySetup) {
 		}
 		if n := int(enriched.Load()); n != want {
 			b.Fatalf("%d model requests held the memory and knowledge blocks, want %d", n, want)
+		}
+		// What the enrichment hooks took per turn (they run concurrently).
+		for _, st := range r.bot.Registry().Stats() {
+			switch st.Plugin + "/" + st.Hook {
+			case "memory/recall":
+				b.ReportMetric(float64(st.Mean().Microseconds())/1000, "recall-mean-ms")
+			case "knowledge/passages":
+				b.ReportMetric(float64(st.Mean().Microseconds())/1000, "passages-mean-ms")
+			}
 		}
 	}
 }
