@@ -16,9 +16,52 @@ import (
 	"github.com/ledongthuc/pdf"
 )
 
-// maxPDFPages bounds the pages read of one PDF: a broken page tree can
-// claim any count.
-const maxPDFPages = 10000
+// maxPDFPages bounds the pages read of one PDF, and maxPageTreeDepth how
+// deep its page tree may nest: a broken tree can be a cycle.
+const (
+	maxPDFPages      = 10000
+	maxPageTreeDepth = 64
+)
+
+// pageList returns the pages of the page tree under root, in order, in
+// one walk (pdf.Reader.Page walks the tree from its root for every page).
+// A node with Kids is an inner node, any other a page.
+func pageList(root pdf.Value) ([]pdf.Page, error) {
+	var pages []pdf.Page
+	nodes := 0
+	var walk func(v pdf.Value, depth int) error
+	walk = func(v pdf.Value, depth int) error {
+		if nodes++; nodes > 2*maxPDFPages {
+			return fmt.Errorf("more than %d pages", maxPDFPages)
+		}
+		if depth > maxPageTreeDepth {
+			return fmt.Errorf("page tree deeper than %d", maxPageTreeDepth)
+		}
+		kids := v.Key("Kids")
+		if kids.IsNull() {
+			if v.Kind() == pdf.Dict {
+				pages = append(pages, pdf.Page{V: v})
+			}
+			return nil
+		}
+		for i := range kids.Len() {
+			if err := walk(kids.Index(i), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(root, 0); err != nil {
+		return nil, err
+	}
+	if len(pages) == 0 {
+		return nil, errors.New("no pages")
+	}
+	if len(pages) > maxPDFPages {
+		return nil, fmt.Errorf("more than %d pages", maxPDFPages)
+	}
+	return pages, nil
+}
 
 // maxReasonBytes bounds the reason a PDF is skipped for (a panic's
 // message can be long).
@@ -42,8 +85,9 @@ const errNoText = "no text in the PDF (scanned or image-only?)"
 // pdfPages returns the text of each page of the PDF data (named path in
 // errors), page 1 first; a page without text is "". An encrypted PDF that
 // needs a password, a broken one, one without any text and one beyond lim
-// are a *pdfError; when ctx is done, reading stops with its error. The reader panics on some malformed files: every call into it
-// runs under a recover that turns a panic into a *pdfError naming the file.
+// are a *pdfError; when ctx is done, reading stops with its error. The
+// reader panics on some malformed files: every call into it runs under a
+// recover that turns a panic into a *pdfError naming the file.
 func pdfPages(ctx context.Context, path string, data []byte, lim pdfLimits) (pages []string, err error) {
 	lim = lim.withDefaults()
 	defer func() {
@@ -69,20 +113,13 @@ func pdfPages(ctx context.Context, path string, data []byte, lim pdfLimits) (pag
 	case err != nil:
 		return nil, &pdfError{path, shortReason("broken PDF: " + err.Error())}
 	}
-	n := r.NumPage()
-	if n <= 0 {
-		return nil, &pdfError{path, "broken PDF: no pages"}
-	}
-	if n > maxPDFPages {
-		return nil, &pdfError{path, fmt.Sprintf("broken PDF: %d pages claimed, more than %d", n, maxPDFPages)}
+	list, err := pageList(r.Trailer().Key("Root").Key("Pages"))
+	if err != nil {
+		return nil, &pdfError{path, "broken PDF: " + err.Error()}
 	}
 	found := false
 	budget := &pdfBudget{pdfLimits: lim, ctx: ctx, deadline: time.Now().Add(lim.time)}
-	for i := 1; i <= n; i++ {
-		p := r.Page(i)
-		if p.V.IsNull() {
-			return nil, &pdfError{path, fmt.Sprintf("broken PDF: page %d of %d is missing", i, n)}
-		}
+	for _, p := range list {
 		text := pageText(pageGlyphs(p, budget))
 		if text != "" {
 			found = true

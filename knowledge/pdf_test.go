@@ -29,6 +29,8 @@ type pdfOptions struct {
 	// formDrawsItself the form can draw itself too.
 	form            string
 	formDrawsItself bool
+	// kids replaces the page tree's list of pages ("4 0 R 6 0 R …").
+	kids string
 	// header replaces the first line, "%PDF-1.4\n".
 	header string
 	// widths gives the font a width of 500/1000 em for every character
@@ -46,6 +48,9 @@ func makePDF(pages [][]string, o pdfOptions) []byte {
 	var kids []string
 	for i := range pages {
 		kids = append(kids, fmt.Sprintf("%d 0 R", 4+2*i))
+	}
+	if o.kids != "" {
+		kids = []string{o.kids}
 	}
 	objs = append(objs, fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(pages)))
 	if o.widths {
@@ -141,6 +146,8 @@ func TestPDFPages(t *testing.T) {
 		{"widths: runs that continue a word", makePDF([][]string{{"x"}}, pdfOptions{widths: true, content: []string{"BT /F1 10 Tf 72 700 Td (wom) Tj (bat) Tj [(dig) -300 (ging)] TJ ET"}}), []string{"wombatdig ging"}, ""},
 		{"PDF 2.0", makePDF([][]string{{"version two"}}, pdfOptions{header: "%PDF-2.0\n"}), []string{"version two"}, ""},
 		{"a header followed by a comment", makePDF([][]string{{"commented"}}, pdfOptions{header: "%PDF-1.4 %\xe2\xe3\xcf\xd3\n"}), []string{"commented"}, ""},
+		{"a page tree that is a cycle", makePDF([][]string{{"x"}}, pdfOptions{kids: "4 0 R 2 0 R"}), nil, "broken PDF: page tree deeper than 64"},
+		{"pages in another order", makePDF([][]string{{"one"}, {"two"}}, pdfOptions{kids: "6 0 R 4 0 R"}), []string{"two", "one"}, ""},
 		{"a broken xref offset", bytes.Replace(twoPages, []byte("startxref\n"), []byte("startxref\n9"), 1), nil, "broken PDF: "},
 	}
 	for _, c := range cases {
