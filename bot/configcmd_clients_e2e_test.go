@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"maunium.net/go/mautrix/id"
 
@@ -53,10 +54,12 @@ func TestConfigCommandFromIndependentClients(t *testing.T) {
 		t.Fatalf("the proposal is %+v, want an encrypted message asking for ✅", proposal)
 	}
 
-	// alice's ✅ does nothing; erin's next command is the barrier that it
-	// was handled.
+	// alice's ✅ does nothing: it reaches hookroom, which passes it on to
+	// the reaction:received hooks as any reaction (not a confirmation);
+	// erin's next command is the barrier that it was handled.
 	phone.WaitMessage(t, room, hstest.Match{EventID: proposal.EventID})
 	phone.React(t, room, proposal.EventID, "✅")
+	rec.waitFor(t, "reaction:✅:"+string(proposal.EventID), 1, 30*time.Second)
 	show := console.SendText(t, room, "!config")
 	shown := console.WaitMessage(t, room, hstest.Match{Sender: router, Contains: "Settings of the agents in this room", After: show})
 	if !strings.Contains(shown.Body, "**helper**: model `agent`") {
