@@ -45,8 +45,12 @@ func TestConfigCommandFromIndependentClients(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	console := e.joinEncrypted(t, hstest.JS, erin, room) // the administrator
-	phone := e.joinEncrypted(t, hstest.Nio, alice, room) // a person in the room
+	cs := e.hs.StartClients(t,
+		hstest.ClientSpec{Kind: hstest.JS, User: erin},   // the administrator
+		hstest.ClientSpec{Kind: hstest.Nio, User: alice}, // a person in the room
+	)
+	console, phone := cs[0], cs[1]
+	joinInvited(t, room, console, phone)
 
 	cmd := console.SendText(t, room, "!config helper model big")
 	proposal := console.WaitMessage(t, room, hstest.Match{Sender: router, Contains: "+ big", After: cmd})

@@ -51,10 +51,14 @@ rate_limits:
 	helper, router := e.userID("helper"), e.userID("router")
 	mention := "@" + helper.Localpart() + " "
 
-	phone := e.joinEncrypted(t, hstest.Nio, alice, room)                      // alice: admitted by helper's reply_to
-	browser := e.joinEncrypted(t, hstest.JS, bob, room)                       // bob: the room admits him, helper does not
-	console := e.joinEncrypted(t, hstest.JS, erin, room)                      // erin: a global user by pattern
-	stranger := e.hs.StartClient(t, hstest.Nio, dave, hstest.ClientOptions{}) // dave: in no room yet
+	cs := e.hs.StartClients(t,
+		hstest.ClientSpec{Kind: hstest.Nio, User: alice}, // admitted by helper's reply_to
+		hstest.ClientSpec{Kind: hstest.JS, User: bob},    // the room admits him, helper does not
+		hstest.ClientSpec{Kind: hstest.JS, User: erin},   // a global user by pattern
+		hstest.ClientSpec{Kind: hstest.Nio, User: dave},  // in no room yet
+	)
+	phone, browser, console, stranger := cs[0], cs[1], cs[2], cs[3]
+	joinInvited(t, room, phone, browser, console)
 
 	requests := func() []string {
 		var out []string
@@ -111,5 +115,17 @@ rate_limits:
 		if strings.Contains(req, "bob here") || strings.Contains(req, "a third one") {
 			t.Errorf("model request %d holds a message helper must not answer:\n%s", i, req)
 		}
+	}
+}
+
+// joinInvited has each client accept its invite to room and waits until
+// each sees the room encrypted (joinEncrypted for clients already started,
+// e.g. together by hstest.Server.StartClients).
+func joinInvited(t *testing.T, room id.RoomID, clients ...*hstest.Client) {
+	t.Helper()
+	for _, c := range clients {
+		c.SyncUntil(t, room, hstest.UntilInvited, "", 0)
+		c.Join(t, room)
+		c.SyncUntil(t, room, hstest.UntilEncrypted, "", 0)
 	}
 }

@@ -223,9 +223,44 @@ type clientResponse struct {
 // The process is stopped when the test ends; Close stops it earlier (for a restart).
 func (s *Server) StartClient(t testing.TB, kind ClientKind, u *User, opts ClientOptions) *Client {
 	t.Helper()
+	c, err := s.startClient(t, kind, u, opts)
+	if err != nil {
+		t.Fatalf("hstest: %v", err)
+	}
+	return c
+}
+
+// ClientSpec is one client for StartClients: what StartClient takes.
+type ClientSpec struct {
+	Kind    ClientKind
+	User    *User
+	Options ClientOptions
+}
+
+// StartClients starts one client per spec, all at the same time (loading node's crypto wasm
+// or python's nio and the first sync take seconds each), each as StartClient does, and returns
+// them in the order of specs. It fails the test when any of them fails to start.
+func (s *Server) StartClients(t testing.TB, specs ...ClientSpec) []*Client {
+	t.Helper()
+	clients := make([]*Client, len(specs))
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		wg.Go(func() { clients[i], errs[i] = s.startClient(t, spec.Kind, spec.User, spec.Options) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("hstest: %v", err)
+	}
+	return clients
+}
+
+// startClient is StartClient reporting its failure instead of failing the test, so that it may
+// run on any goroutine (it uses only t's goroutine-safe methods: TempDir, Cleanup, Logf).
+func (s *Server) startClient(t testing.TB, kind ClientKind, u *User, opts ClientOptions) (*Client, error) {
 	c, err := launchClient(t, kind)
 	if err != nil {
-		t.Fatalf("hstest: failed to start the %s client for %s: %v", kind, u.UserID, err)
+		return nil, fmt.Errorf("failed to start the %s client for %s: %w", kind, u.UserID, err)
 	}
 	if opts.StoreDir == "" {
 		opts.StoreDir = t.TempDir()
@@ -238,20 +273,26 @@ func (s *Server) StartClient(t testing.TB, kind ClientKind, u *User, opts Client
 		Ed25519    string      `json:"ed25519"`
 		Curve25519 string      `json:"curve25519"`
 	}
-	c.call(t, "login", startTimeout, map[string]any{
+	start := time.Now()
+	if err := c.do("login", startTimeout, map[string]any{
 		"url":         s.URL,
 		"user_id":     u.UserID,
 		"password":    u.Password,
 		"store_dir":   opts.StoreDir,
 		"device_name": opts.DeviceName,
 		"device_id":   opts.DeviceID,
-	}, &res)
+	}, &res); err != nil {
+		return nil, fmt.Errorf("%s client %s: login: %w", kind, u.UserID, err)
+	}
+	if c.trace {
+		t.Logf("hstest: %s client %s: login took %v", kind, u.UserID, time.Since(start).Round(time.Millisecond))
+	}
 	c.UserID, c.DeviceID, c.Restored = res.UserID, res.DeviceID, res.Restored
 	c.Ed25519, c.Curve25519 = res.Ed25519, res.Curve25519
 	if c.UserID != u.UserID || c.DeviceID == "" || (opts.DeviceID != "" && c.DeviceID != opts.DeviceID) {
-		t.Fatalf("hstest: %s client logged in as %s/%q, want %s/%q", kind, c.UserID, c.DeviceID, u.UserID, opts.DeviceID)
+		return nil, fmt.Errorf("%s client logged in as %s/%q, want %s/%q", kind, c.UserID, c.DeviceID, u.UserID, opts.DeviceID)
 	}
-	return c
+	return c, nil
 }
 
 // launchClient starts the client program and waits for its ready line. The process is stopped

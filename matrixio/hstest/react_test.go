@@ -18,8 +18,12 @@ func TestClientsReact(t *testing.T) {
 	t.Parallel()
 	srv := hstest.Shared(t)
 	alice, bob := srv.RegisterUser(t, "alice"), srv.RegisterUser(t, "bob")
-	n := srv.StartClient(t, hstest.Nio, alice, hstest.ClientOptions{})
-	j := srv.StartClient(t, hstest.JS, bob, hstest.ClientOptions{})
+	// Started together (StartClients), as the bot's end-to-end tests start their people.
+	cs := srv.StartClients(t, hstest.ClientSpec{Kind: hstest.Nio, User: alice}, hstest.ClientSpec{Kind: hstest.JS, User: bob})
+	n, j := cs[0], cs[1]
+	if n.Kind != hstest.Nio || n.UserID != alice.UserID || j.Kind != hstest.JS || j.UserID != bob.UserID {
+		t.Fatalf("StartClients returned %s/%s and %s/%s, want nio/%s and js/%s", n.Kind, n.UserID, j.Kind, j.UserID, alice.UserID, bob.UserID)
+	}
 	room := encryptedRoom(t, n, j)
 	j.WaitMember(t, room, alice.UserID)
 	for _, tc := range []struct {
