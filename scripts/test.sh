@@ -71,21 +71,34 @@ step "go test -tags goolm -race"
 # Every package, with the race detector. The bot package's end-to-end tests mostly wait on the
 # homeserver and would run one after another for minutes; they run in $shards processes at once
 # instead (each with its own Dendrite and PostgreSQL, so they share nothing), next to the other
-# packages. HOOKROOM_TEST_SHARDS=1 runs them in one process.
+# packages. Tests go to the shard with the least work so far, longest first, by the durations of
+# the last run on this machine (kept in $times; 5 s for a test not seen yet).
+# HOOKROOM_TEST_SHARDS=1 runs them in one process.
 shards=${HOOKROOM_TEST_SHARDS:-3}
+times="${XDG_CACHE_HOME:-$HOME/.cache}/hookroom/bot-test-seconds"
 go test -tags goolm -race -c -o "$work/bot.test" ./bot
-mapfile -t tests < <("$work/bot.test" -test.list '^Test' | grep '^Test')
-declare -a runs
-for i in "${!tests[@]}"; do
-  runs[i % shards]+="${runs[i % shards]:+|}${tests[i]}"
-done
+"$work/bot.test" -test.list '^Test' | grep '^Test' >"$work/tests"
+declare -a runs counts
+while read -r s name; do
+  runs[s]+="${runs[s]:+|}$name"
+  counts[s]=$((${counts[s]:-0} + 1))
+done < <(awk -v shards="$shards" '
+  FILENAME == ARGV[1] { secs[$1] = $2; next }
+  { print (($1 in secs) ? secs[$1] : 5), $1 }' "$(test -r "$times" && echo "$times" || echo /dev/null)" "$work/tests" |
+  sort -k1,1nr -k2,2 |
+  awk -v shards="$shards" '{
+    best = 0
+    for (s = 1; s < shards; s++) if (load[s] < load[best]) best = s
+    load[best] += $1
+    print best, $2
+  }')
 declare -a pids
 for ((s = 0; s < shards; s++)); do
   (
     cd bot
     start=$SECONDS
     rc=0
-    "$work/bot.test" -test.run "^(${runs[s]})\$" -test.count 1 -test.timeout 15m >"$work/shard$s.log" 2>&1 || rc=$?
+    "$work/bot.test" -test.run "^(${runs[s]:-NONE})\$" -test.count 1 -test.timeout 15m -test.v >"$work/shard$s.log" 2>&1 || rc=$?
     echo $((SECONDS - start)) >"$work/shard$s.secs"
     exit "$rc"
   ) &
@@ -97,11 +110,22 @@ go test -tags goolm -race -count=1 -timeout 15m \
 for ((s = 0; s < shards; s++)); do
   if wait "${pids[s]}"; then
     printf 'ok  \tgithub.com/hookroom/hookroom/bot\t%ss (shard %d of %d: %d tests)\n' "$(cat "$work/shard$s.secs")" \
-      $((s + 1)) "$shards" "$(tr '|' '\n' <<<"${runs[s]}" | wc -l)"
+      $((s + 1)) "$shards" "${counts[s]:-0}"
   else
     status=1
-    cat "$work/shard$s.log"
+    # The output of the tests that failed (and whatever followed the last test: a panic, a
+    # timeout, the homeserver's log), as go test prints it without -v.
+    awk '/^=== RUN   Test[^\/]*$/ { buf = "" }
+         { buf = buf $0 "\n" }
+         /^--- FAIL: Test/ { printf "%s", buf; buf = "" }
+         /^--- PASS: Test/ { buf = "" }
+         END { printf "%s", buf }' "$work/shard$s.log"
     printf 'FAIL\tgithub.com/hookroom/hookroom/bot (shard %d of %d)\n' $((s + 1)) "$shards"
   fi
 done
+# The durations of this run's tests, for the next run's shards.
+if mkdir -p "$(dirname "$times")" 2>/dev/null; then
+  sed -nE 's/^--- (PASS|FAIL): (Test[^ ]*) \(([0-9.]+)s\)$/\2 \3/p' "$work"/shard*.log >"$times.tmp" &&
+    mv "$times.tmp" "$times" || true
+fi
 exit "$status"
