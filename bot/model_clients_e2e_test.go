@@ -8,6 +8,7 @@ import (
 
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/matrixio/hstest"
@@ -18,7 +19,10 @@ import (
 // that thread's next request is on big; bob (matrix-js-sdk with its Rust
 // crypto, Element's stack) asks in his own thread, on the agent's model,
 // and the card number he types reaches the model server redacted by a
-// model:request hook, as does everything after.
+// model:request hook, as does everything after; bob's "hard question" is
+// routed to big by a model:resolve hook over the agent's model; a tool's
+// output masked by a tool:result hook is what the model and the stored
+// history get.
 func TestModelCommandFromIndependentClients(t *testing.T) {
 	e := newEnv(t)
 	llm := llmtest.NewServer(t)
@@ -28,18 +32,28 @@ func TestModelCommandFromIndependentClients(t *testing.T) {
 		c.ReplaceText("4111-1111-1111-1111", "[card number]")
 		return nil
 	})
+	resolve := hooks.Handle(hooks.ModelResolve, "route", func(_ context.Context, c *hooks.ModelResolveContext) error {
+		if strings.Contains(c.Text, "hard question") {
+			c.Model = "big"
+		}
+		return nil
+	})
+	mask := hooks.Handle(hooks.ToolResult, "mask", func(_ context.Context, c *hooks.ToolResultContext) error {
+		c.Content = strings.ReplaceAll(c.Content, "T", "*")
+		return nil
+	})
 	var rec events
 	setup := agentSetup{
 		LLM:        llm.URL,
 		Models:     fmt.Sprintf("  big:\n    provider: openai\n    base_url: %s\n    model: big-model\n", llm.URL),
 		Rooms:      fmt.Sprintf("  secret:\n    alias: %s\n    invite: [%q, %q]\n", e.localpart("secret"), alice.UserID, bob.UserID),
 		AgentRooms: "secret",
-		AgentYAML:  "    model: agent\n",
+		AgentYAML:  "    model: agent\n    tools: [current_time]\n",
 		Admins:     []id.UserID{alice.UserID, bob.UserID},
 	}
 	r := e.start(e.config(setup.body(e)), &rec, Options{
 		Registry: func(s hooks.Services) (*hooks.Registry, error) {
-			return hooks.NewRegistry([]hooks.Plugin{rec.plugin(), {Name: "guard", Hooks: []hooks.Hook{redact}}}, hooks.Options{Services: s})
+			return hooks.NewRegistry([]hooks.Plugin{rec.plugin(), {Name: "guard", Hooks: []hooks.Hook{redact, resolve, mask}}}, hooks.Options{Services: s})
 		},
 	})
 	room := r.bot.w().rooms["secret"]
@@ -84,5 +98,39 @@ func TestModelCommandFromIndependentClients(t *testing.T) {
 	}
 	if raw := string(llm.Requests()[2].Raw); !strings.Contains(raw, "[card number]") || !strings.Contains(raw, "is it safe?") {
 		t.Errorf("bob's request lacks the redacted message:\n%s", raw)
+	}
+
+	// A hard question: the model:resolve hook puts it on big; the time the
+	// tool gives reaches the model, and the history, masked.
+	llm.Script(llmtest.Calls(llmtest.ToolCall("c1", "current_time", `{}`)), llmtest.Text("It is late."))
+	h := browser.SendText(t, room, mention+"a hard question: what time is it?")
+	browser.WaitMessage(t, room, hstest.Match{Sender: agent, Contains: "It is late.", ThreadRoot: h})
+	if got := modelOf(3); got != "big-model" {
+		t.Errorf("the hard question went to %q, want big-model (model:resolve)", got)
+	}
+	var tool string
+	for _, m := range llm.Requests()[4].Body.Messages {
+		if m.Role == "tool" {
+			tool = string(m.Content)
+		}
+	}
+	if tool == "" || strings.Contains(tool, "T") {
+		t.Errorf("the tool result the model got is not masked: %q", tool)
+	}
+	stored, err := r.bot.history.Load(context.Background(), agents.NewScopeKey(room, h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawTool bool
+	for _, m := range stored {
+		if m.Role == "tool" {
+			sawTool = true
+			if strings.Contains(m.Content, "T") {
+				t.Errorf("the stored history holds the unmasked tool result %q", m.Content)
+			}
+		}
+	}
+	if !sawTool {
+		t.Errorf("the stored history of the thread has no tool message: %+v", stored)
 	}
 }
