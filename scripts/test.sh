@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS" >&2; }
 
 # Dendrite builds (a few minutes cold, nothing when cached), and the test clients, Chromium and
 # PostgreSQL install (apt and npm: mostly downloads), while the checks and the unit tier run; the
@@ -128,4 +128,5 @@ if mkdir -p "$(dirname "$times")" 2>/dev/null; then
   sed -nE 's/^--- (PASS|FAIL): (Test[^ ]*) \(([0-9.]+)s\)$/\2 \3/p' "$work"/shard*.log >"$times.tmp" &&
     mv "$times.tmp" "$times" || true
 fi
+step "done: $( ((status == 0)) && echo passed || echo FAILED )"
 exit "$status"
