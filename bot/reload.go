@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -106,11 +107,15 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 	}
 	rep := ReloadReport{Config: config.Diff(old.cfg, cfg)}
 	if rep.Config.Matrix {
-		rep.NeedsRestart = append(rep.NeedsRestart, "matrix")
-		// The router's profile is applied all the same.
-		r := cfg.Matrix.Router
+		// The router's profile and the root space are applied all the
+		// same; the rest of matrix takes a restart.
+		wanted := cfg.Matrix
 		cfg.Matrix = old.cfg.Matrix
-		cfg.Matrix.Router.DisplayName, cfg.Matrix.Router.Avatar = r.DisplayName, r.Avatar
+		cfg.Matrix.Router.DisplayName, cfg.Matrix.Router.Avatar = wanted.Router.DisplayName, wanted.Router.Avatar
+		cfg.Matrix.Space = wanted.Space
+		if !reflect.DeepEqual(cfg.Matrix, wanted) {
+			rep.NeedsRestart = append(rep.NeedsRestart, "matrix")
+		}
 	}
 	if rep.Config.Storage {
 		rep.NeedsRestart = append(rep.NeedsRestart, "data_dir/database")
@@ -178,6 +183,11 @@ func (b *Bot) reload(ctx context.Context, force bool) (ReloadReport, error) {
 		}
 	} else {
 		next.agents, next.accounts, next.rooms, next.joined = old.agents, old.accounts, old.rooms, old.joined
+		// The rooms were not provisioned again; a changed root space is
+		// brought up to date on its own (provisioning does it otherwise).
+		if !reflect.DeepEqual(old.cfg.Matrix.Space, next.cfg.Matrix.Space) {
+			b.syncSpace(ctx, next)
+		}
 	}
 
 	if err := b.buildPolicy(ctx, next, old); err != nil {

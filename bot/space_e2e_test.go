@@ -57,7 +57,8 @@ func spaceState(t *testing.T, router *matrixio.Account, space id.RoomID) (childr
 // alias (a restart finds it again rather than creating another), holding
 // every provisioned room as a child (with via) while the rooms name it as
 // their parent, the global users invited; a room removed from config.yaml
-// has its child event emptied.
+// has its child event emptied; a reload that changes only matrix.space
+// applies it without a restart.
 func TestRootSpace(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -128,6 +129,21 @@ func TestRootSpace(t *testing.T) {
 	want := "Root space " + string(alias) + " (`" + string(space) + "`): 1 rooms"
 	if report := r.bot.e2eeCommand(ctx, r.bot.w(), nil, true); !strings.Contains(report, want) {
 		t.Errorf("!e2ee lacks %q:\n%s", want, report)
+	}
+
+	// A reload that changes only matrix.space applies it at once: the
+	// other space is made, with the rooms.
+	alias2 := id.NewRoomAlias(e.localpart("space2"), e.hs.ServerName)
+	e.configWithMatrix("  space:\n    name: Other rooms\n    alias: "+e.localpart("space2")+"\n", setup.body(e))
+	if _, err := r.bot.Reload(ctx, false); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	space2, err := r.bot.router.ResolveAlias(ctx, alias2)
+	if err != nil {
+		t.Fatalf("after the reload the new space's alias does not resolve: %v", err)
+	}
+	if children, isSpace := spaceState(t, r.bot.router, space2); !isSpace || len(children[main]) == 0 {
+		t.Errorf("the space made by the reload (space %v) has children %v, want main", isSpace, children)
 	}
 }
 
