@@ -35,6 +35,12 @@ var DefaultEvents = []string{
 	hooks.ToolAfterCall.Name(), hooks.ConfigReloaded.Name(),
 }
 
+// optionalEvents are the built-in events logged when the events setting
+// names them: memory:extracted (the memories the memory plugin is about to
+// store, after the hooks before this one; their texts only with
+// include_text, as they are what people said about themselves).
+var optionalEvents = []string{hooks.MemoryExtracted.Name()}
+
 func init() {
 	plugins.RegisterBuiltin(plugins.Builtin{
 		Name:        Name,
@@ -108,7 +114,7 @@ func New(_ context.Context, env plugins.Env) (plugins.Instance, error) {
 		if slices.Contains(s.Events[:i], ev) {
 			return nil, plugins.SettingsErrorf(plugins.JoinIndex("events", i), "%s is listed twice", ev)
 		}
-		if slices.Contains(DefaultEvents, ev) {
+		if slices.Contains(DefaultEvents, ev) || slices.Contains(optionalEvents, ev) {
 			continue
 		}
 		if err := hooks.ValidateEventName(ev); err != nil {
@@ -116,7 +122,7 @@ func New(_ context.Context, env plugins.Env) (plugins.Instance, error) {
 		}
 		if slices.Contains(hooks.BuiltinEvents(), ev) {
 			return nil, plugins.SettingsErrorf(plugins.JoinIndex("events", i),
-				"%s is not logged (supported: %s, and custom events)", ev, strings.Join(DefaultEvents, ", "))
+				"%s is not logged (supported: %s, and custom events)", ev, strings.Join(append(slices.Clone(DefaultEvents), optionalEvents...), ", "))
 		}
 	}
 	if env.StateDir == "" {
@@ -154,6 +160,8 @@ func (l *Log) Hooks() []hooks.Hook {
 			hs = append(hs, hooks.Handle(hooks.ToolAfterCall, name, l.toolCall, prio))
 		case hooks.ConfigReloaded.Name():
 			hs = append(hs, hooks.Handle(hooks.ConfigReloaded, name, l.reloaded, prio))
+		case hooks.MemoryExtracted.Name():
+			hs = append(hs, hooks.Handle(hooks.MemoryExtracted, name, l.memoryExtracted, prio))
 		default:
 			hs = append(hs, hooks.HandleAny(ev, name, l.custom, prio))
 		}
@@ -201,6 +209,11 @@ type Record struct {
 	ChangedAgents []hooks.AgentName `json:"changed_agents,omitempty"`
 	RemovedAgents []hooks.AgentName `json:"removed_agents,omitempty"`
 	PluginChanges []string          `json:"plugin_changes,omitempty"`
+
+	// Memories counts the memories of memory:extracted; MemoryTexts are
+	// them as "scope: text" (with include_text).
+	Memories    *int     `json:"memories,omitempty"`
+	MemoryTexts []string `json:"memory_texts,omitempty"`
 
 	SourcePlugin string          `json:"source_plugin,omitempty"`
 	Payload      json.RawMessage `json:"payload,omitempty"`
@@ -283,6 +296,22 @@ func (l *Log) toolCall(_ context.Context, c *hooks.ToolAfterCallContext) error {
 	}
 	if l.includeRes {
 		r.Result = clip(c.Result, l.maxText)
+	}
+	return l.write(r)
+}
+
+// memoryExtracted records the memories about to be stored. It changes
+// nothing: at the audit log's priority it runs after the hooks that may.
+func (l *Log) memoryExtracted(_ context.Context, c *hooks.MemoryExtractedContext) error {
+	n := len(c.Memories)
+	r := &Record{
+		Event: c.EventName(), CorrelationID: c.CorrelationID,
+		Agent: c.Agent, RoomID: c.RoomID, ThreadID: c.ThreadID, Requester: c.RequesterID, Memories: &n,
+	}
+	if l.includeText {
+		for _, m := range c.Memories {
+			r.MemoryTexts = append(r.MemoryTexts, clip(m.Scope+": "+m.Text, l.maxText))
+		}
 	}
 	return l.write(r)
 }

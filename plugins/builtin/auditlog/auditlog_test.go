@@ -285,7 +285,7 @@ func TestInvalidSettings(t *testing.T) {
 		{`{"file":"sub/a.jsonl"}`, `settings.file: "sub/a.jsonl" must be a file name (the file lives in the plugin's state directory)`},
 		{`{"max_size_mb":-1}`, "settings.max_size_mb: must be positive, not -1"},
 		{`{"max_files":-2}`, "settings.max_files: must be positive, not -2"},
-		{`{"events":["tool:after_call","message:enrich"]}`, "settings.events[1]: message:enrich is not logged (supported: message:received, message:after_response, message:cancelled, tool:after_call, config:reloaded, and custom events)"},
+		{`{"events":["tool:after_call","message:enrich"]}`, "settings.events[1]: message:enrich is not logged (supported: message:received, message:after_response, message:cancelled, tool:after_call, config:reloaded, memory:extracted, and custom events)"},
 		{`{"events":["Bad Event"]}`, `settings.events[0]: invalid event name "Bad Event": want lowercase segments of [a-z0-9_.-] joined by ':', e.g. "todo:item_completed"`},
 		{`{"events":["tool:after_call","tool:after_call"]}`, "settings.events[1]: tool:after_call is listed twice"},
 		{`{"rotate":true}`, "settings.rotate: unknown setting"},
@@ -299,6 +299,40 @@ func TestInvalidSettings(t *testing.T) {
 		_, err := auditlog.New(context.Background(), plugins.Env{Settings: s, StateDir: t.TempDir()})
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s: error %v\nwant %s", tt.settings, err, tt.want)
+		}
+	}
+}
+
+// memory:extracted, when named, is logged after the hooks before the
+// audit log changed it: the count always, the texts only with include_text.
+func TestMemoryExtractedRecords(t *testing.T) {
+	drop := hooks.Handle(hooks.MemoryExtracted, "drop_second", func(_ context.Context, c *hooks.MemoryExtractedContext) error {
+		c.Memories = c.Memories[:1]
+		return nil
+	})
+	for _, includeText := range []bool{false, true} {
+		dir := t.TempDir()
+		l := newLog(t, dir, fmt.Sprintf(`{"events":["memory:extracted"],"include_text":%v}`, includeText))
+		reg := registry(t, dir, []hooks.Hook{drop}, l)
+		c := &hooks.MemoryExtractedContext{
+			Where: hooks.Where{Agent: "helper", RoomID: "!r:example.org", RequesterID: "@alice:example.org"},
+			Memories: []hooks.ExtractedMemory{
+				{Text: "Alice has a dog called Rex.", Scope: "person", Person: "@alice:example.org", Agent: "helper"},
+				{Text: "Alice is in Lisbon.", Scope: "person", Person: "@alice:example.org", Agent: "helper"},
+			},
+		}
+		hooktest.Emit(t, reg, hooks.MemoryExtracted, c)
+		got := readRecords(t, filepath.Join(dir, auditlog.DefaultFile))
+		if len(got) != 1 || got[0]["event"] != "memory:extracted" || got[0]["memories"] != 1.0 ||
+			got[0]["agent"] != "helper" || got[0]["requester"] != "@alice:example.org" {
+			t.Fatalf("include_text %v: records %v, want one memory:extracted record of 1 memory", includeText, got)
+		}
+		texts, _ := got[0]["memory_texts"].([]any)
+		switch {
+		case includeText && (len(texts) != 1 || texts[0] != "person: Alice has a dog called Rex."):
+			t.Errorf("with include_text the texts are %v", texts)
+		case !includeText && texts != nil:
+			t.Errorf("without include_text the record holds the texts %v", texts)
 		}
 	}
 }

@@ -19,6 +19,7 @@
 //	        - message:cancelled
 //	        - tool:after_call
 //	        - config:reloaded
+//	        - memory:extracted         # only when named: the memories about to be stored
 //	        - todo:item_completed      # custom events may be added
 //
 // # Records
@@ -42,6 +43,10 @@
 //     arguments, blocked, error, duration_ms, result_chars, result;
 //   - config:reloaded: added_agents, changed_agents, removed_agents,
 //     plugin_changes;
+//   - memory:extracted: correlation_id, agent, room_id, thread_id,
+//     requester, memories (how many the memory plugin is about to store,
+//     after the hooks before the audit log), memory_texts ("scope: text";
+//     include_text only: they are what people said about themselves);
 //   - custom events: source_plugin, agent, room_id, thread_id, sender,
 //     payload.
 //
