@@ -27,7 +27,7 @@ work=$(mktemp -d)
 dendrite_pid=
 # On an early exit the Dendrite build stops; an install under way finishes on its own (a killed
 # apt-get would leave dpkg half-configured).
-trap 'kill "$dendrite_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill "$dendrite_pid" "${bot_build_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 ./scripts/dendrite.sh build >"$work/dendrite.log" 2>&1 &
 dendrite_pid=$!
 # python3-matrix-nio + python3-olm, chromium, espeak-ng + opus-tools (one apt-get run),
@@ -48,6 +48,10 @@ go vet -tags goolm ./...
 # The unit tier first, for fast feedback: no homeserver, npm, Chromium or PostgreSQL (while
 # Dendrite builds in the background on a fresh machine). Results Go has cached for unchanged
 # packages count here; the race-enabled run below runs every test again (-count=1).
+# The bot package's race-enabled test binary (the longest build of the suite) compiles meanwhile.
+go test -tags goolm -race -c -o "$work/bot.test" ./bot >"$work/bot-build.log" 2>&1 &
+bot_build_pid=$!
+
 step "go test -tags goolm -short (unit tests)"
 go test -tags goolm -short ./...
 
@@ -76,7 +80,11 @@ step "go test -tags goolm -race"
 # HOOKROOM_TEST_SHARDS=1 runs them in one process.
 shards=${HOOKROOM_TEST_SHARDS:-3}
 times="${XDG_CACHE_HOME:-$HOME/.cache}/hookroom/bot-test-seconds"
-go test -tags goolm -race -c -o "$work/bot.test" ./bot
+if ! wait "$bot_build_pid"; then
+  cat "$work/bot-build.log" >&2
+  echo "go test -race -c ./bot failed" >&2
+  exit 1
+fi
 "$work/bot.test" -test.list '^Test' | grep '^Test' >"$work/tests"
 declare -a runs counts
 while read -r s name; do
