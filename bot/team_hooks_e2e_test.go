@@ -115,7 +115,9 @@ func (l *teamHookLog) hooks() []hooks.Hook {
 // collaborate team (crew: alpha and beta, led by the team's own model)
 // answers twice, once at once (the reply is not visible before it is
 // complete: message:before_response) and once streaming its synthesis
-// (message:final_response_transform). Each run fires, in this order:
+// (message:final_response_transform; the first run's reply may stream too
+// on a loaded machine, and is then checked as streamed). Each run fires,
+// in this order:
 // message:enrich and system:enrich for the team (target_agent the team,
 // target_member_names both members, the envelope's team filled in); one
 // subagent:spawned and one subagent:ended per member, spawned before
@@ -164,6 +166,15 @@ func TestTeamHooksConformance(t *testing.T) {
 			byEvent[s.event] = append(byEvent[s.event], s)
 		}
 		response, notFired := "message:before_response", "message:final_response_transform"
+		// Whether a reply streams depends on how soon its text comes (the
+		// placeholder delay is 50 ms): the first run's instant synthesis is
+		// normally sent whole, but on a loaded machine it may stream; the
+		// response hook is then the streaming one. The second run's
+		// synthesis (10 chunks, 80 ms apart) always streams.
+		if !streamed && len(byEvent[notFired]) > 0 && len(byEvent[response]) == 0 {
+			t.Logf("run %d streamed after all (a slow machine): checking message:final_response_transform", i)
+			streamed = true
+		}
 		if streamed {
 			response, notFired = notFired, response
 		}
