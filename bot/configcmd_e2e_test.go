@@ -156,27 +156,11 @@ func modelOfFirst(reqs []llmtest.Request) string {
 // the people and the localparts' suffix) are written as placeholders.
 func compareConfigGolden(t *testing.T, e *turnEnv, got []byte, golden string) {
 	t.Helper()
-	r := strings.NewReplacer(
+	compareClientsConfigGolden(t, e.testEnv, got, golden, strings.NewReplacer(
 		string(e.room), "ROOM_ID",
 		string(e.person.UserID), "@ALICE",
 		e.llm.URL, "LLM_URL",
-		e.hs.URL, "HS_URL",
-	)
-	text := r.Replace(string(got))
-	text = strings.ReplaceAll(text, e.hs.ServerName, "SERVER_NAME")
-	text = strings.ReplaceAll(text, "-"+e.suffix, "-SUFFIX")
-	if *updateConfigGolden {
-		if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if text != string(want) {
-		t.Errorf("config.yaml differs from %s\n--- got ---\n%s--- want ---\n%s", golden, text, want)
-	}
+	))
 }
 
 // waitEventFrom waits until sender posted a message in room containing

@@ -166,6 +166,12 @@ func (e *testEnv) config(body string) *config.Config {
 	if !strings.Contains(body, "models:") {
 		text += "models:\n  default:\n    provider: echo\n"
 	}
+	return e.writeConfig(text)
+}
+
+// writeConfig writes text as config.yaml and loads it with configOptions.
+func (e *testEnv) writeConfig(text string) *config.Config {
+	e.t.Helper()
 	path := filepath.Join(e.dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		e.t.Fatal(err)

@@ -2,8 +2,6 @@ package bot
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,17 +17,7 @@ import (
 // of the matrix section.
 func (e *testEnv) configWithMatrix(matrixLines, body string) *config.Config {
 	e.t.Helper()
-	text := e.configHead() + matrixLines + body
-	path := filepath.Join(e.dir, "config.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
-	e.yaml = path
-	cfg, err := config.Load(context.Background(), path, e.configOptions()...)
-	if err != nil {
-		e.t.Fatalf("config: %v", err)
-	}
-	return cfg
+	return e.writeConfig(e.configHead() + matrixLines + body)
 }
 
 // spaceState reads the space's children (m.space.child state key → via)
