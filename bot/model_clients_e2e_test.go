@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"maunium.net/go/mautrix/id"
 
@@ -43,6 +44,12 @@ func TestModelCommandFromIndependentClients(t *testing.T) {
 		return nil
 	})
 	var rec events
+	// The reply is sent before its turn is stored: the test waits for the
+	// turn's end (message:after_response) before it reads the history.
+	answered := hooks.Handle(hooks.MessageAfterResponse, "answered", func(_ context.Context, c *hooks.AfterResponseContext) error {
+		rec.add("answered:" + string(c.Result.Envelope.SourceEventID))
+		return nil
+	})
 	setup := agentSetup{
 		LLM:        llm.URL,
 		Models:     fmt.Sprintf("  big:\n    provider: openai\n    base_url: %s\n    model: big-model\n", llm.URL),
@@ -53,7 +60,7 @@ func TestModelCommandFromIndependentClients(t *testing.T) {
 	}
 	r := e.start(e.config(setup.body(e)), &rec, Options{
 		Registry: func(s hooks.Services) (*hooks.Registry, error) {
-			return hooks.NewRegistry([]hooks.Plugin{rec.plugin(), {Name: "guard", Hooks: []hooks.Hook{redact, resolve, mask}}}, hooks.Options{Services: s})
+			return hooks.NewRegistry([]hooks.Plugin{rec.plugin(), {Name: "guard", Hooks: []hooks.Hook{redact, resolve, mask, answered}}}, hooks.Options{Services: s})
 		},
 	})
 	room := r.bot.w().rooms["secret"]
@@ -117,6 +124,7 @@ func TestModelCommandFromIndependentClients(t *testing.T) {
 	if tool == "" || strings.Contains(tool, "T") {
 		t.Errorf("the tool result the model got is not masked: %q", tool)
 	}
+	rec.waitFor(t, "answered:"+string(h), 1, 30*time.Second)
 	stored, err := r.bot.history.Load(context.Background(), agents.NewScopeKey(room, h))
 	if err != nil {
 		t.Fatal(err)
