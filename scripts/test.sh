@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The one test command: installs what the tests need, then runs every check CI runs.
 #
-#   ./scripts/test.sh            everything (format, vet, the unit tier (-short), then unit +
-#                                end-to-end tests with -race)
+#   ./scripts/test.sh            everything (format, vet, then every unit and end-to-end test
+#                                with -race, and the few tests that only run without it)
 #
 # It is what README.md tells a newcomer to run and exactly what .ci/run calls. It works unattended
 # (CI=true, no stdin) on a fresh Debian machine and is idempotent: a second run installs nothing.
@@ -21,7 +21,7 @@ export GOTOOLCHAIN=local
 step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS" >&2; }
 
 # Dendrite builds (a few minutes cold, nothing when cached), and the test clients, Chromium and
-# PostgreSQL install (apt and npm: mostly downloads), while the checks and the unit tier run; the
+# PostgreSQL install (apt and npm: mostly downloads), while the checks run and the tests compile; the
 # end-to-end tests wait for both.
 work=$(mktemp -d)
 dendrite_pid=
@@ -36,24 +36,38 @@ dendrite_pid=$!
 { ./scripts/test-clients.sh install && ./scripts/postgres.sh install; } >"$work/deps.log" 2>&1 &
 deps_pid=$!
 
-step "gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
-if [[ -n "$unformatted" ]]; then
-  echo "gofmt wants to change:" >&2; echo "$unformatted" >&2; exit 1
-fi
+# Everything below is built once, in one mode: with the race detector (vet type-checks the same
+# packages, so it shares their compilation). On a fresh machine compiling is a third of the run:
+#  - modernc.org/... (the pure-Go SQLite, C translated to Go: the largest package of the build)
+#    is compiled without race instrumentation. Instrumented, every one of its memory accesses is
+#    checked, which makes each database call several times slower and its compile slower too;
+#    a race inside the driver is not hookroom's to find (database/sql, which hands a connection
+#    to one goroutine at a time, stays instrumented, like all of hookroom).
+#  - C code is compiled without optimisation (-O0). The only C in the build is cgo's runtime glue
+#    and mattn/go-sqlite3, which mautrix's cryptohelper registers as a driver and hookroom never
+#    opens; with -O2 its amalgamation alone takes ~80 s of CPU.
+#  - test binaries are linked without DWARF (-w): panics and race reports still name files and
+#    lines (from the symbol table); only a debugger would miss it. It saves ~40 % of each link.
+# (Dendrite's build started above, before these variables: it is unaffected.)
+export CGO_CFLAGS="${CGO_CFLAGS:--O0}"
+race=(-tags goolm -race -ldflags=-w '-gcflags=modernc.org/...=-race=false')
 
-step "go vet"
-go vet -tags goolm ./...
+step "go vet -race"
+go vet "${race[@]}" ./...
 
-# The unit tier first, for fast feedback: no homeserver, npm, Chromium or PostgreSQL (while
-# Dendrite builds in the background on a fresh machine). Results Go has cached for unchanged
-# packages count here; the race-enabled run below runs every test again (-count=1).
-# The bot package's race-enabled test binary (the longest build of the suite) compiles meanwhile.
-go test -tags goolm -race -c -o "$work/bot.test" ./bot >"$work/bot-build.log" 2>&1 &
+# The bot package's test binary (the longest build of the suite) compiles while the tests that
+# only run without the race detector run and the test dependencies install.
+go test "${race[@]}" -c -o "$work/bot.test" ./bot >"$work/bot-build.log" 2>&1 &
 bot_build_pid=$!
 
-step "go test -tags goolm -short (unit tests)"
-go test -tags goolm -short ./...
+# Tests behind //go:build !race (allocation budgets, which the race detector's own allocations
+# would break) run here, without it.
+norace=$(git ls-files '*_test.go' 2>/dev/null | xargs grep -l '^//go:build !race' 2>/dev/null |
+  xargs -r -n1 dirname | sort -u | sed 's|^|./|')
+if [[ -n "$norace" ]]; then
+  step "go test -tags goolm (the tests that only run without -race)"
+  go test -tags goolm -count=1 -ldflags=-w $norace
+fi
 
 step "test dependencies"
 if ! wait "$deps_pid"; then
@@ -72,7 +86,7 @@ HOOKROOM_DENDRITE_BIN="$(./scripts/dendrite.sh bin)"
 export HOOKROOM_DENDRITE_BIN
 
 step "go test -tags goolm -race"
-# Every package, with the race detector. The bot package's end-to-end tests mostly wait on the
+# Every package, every test (unit and end-to-end), with the race detector. The bot package's end-to-end tests mostly wait on the
 # homeserver and would run one after another for minutes; they run in $shards processes at once
 # instead (each with its own Dendrite and PostgreSQL, so they share nothing), next to the other
 # packages. Tests go to the shard with the least work so far, longest first, by the durations of
@@ -82,7 +96,7 @@ shards=${HOOKROOM_TEST_SHARDS:-3}
 times="${XDG_CACHE_HOME:-$HOME/.cache}/hookroom/bot-test-seconds"
 if ! wait "$bot_build_pid"; then
   cat "$work/bot-build.log" >&2
-  echo "go test -race -c ./bot failed" >&2
+  echo "go test -race -c ./bot failed (flags: ${race[*]})" >&2
   exit 1
 fi
 "$work/bot.test" -test.list '^Test' | grep '^Test' >"$work/tests"
@@ -113,7 +127,7 @@ for ((s = 0; s < shards; s++)); do
   pids[s]=$!
 done
 status=0
-go test -tags goolm -race -count=1 -timeout 15m \
+go test "${race[@]}" -count=1 -timeout 15m \
   $(go list -tags goolm ./... | grep -vx 'github.com/hookroom/hookroom/bot') || status=1
 for ((s = 0; s < shards; s++)); do
   if wait "${pids[s]}"; then
