@@ -1,33 +1,31 @@
 package agents
 
 import (
-	"cmp"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"unicode/utf8"
-
-	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 )
 
-// anthropicModel is the native Anthropic provider (the Messages API), built
-// on the official anthropic-sdk-go: the SDK speaks the wire format (request
-// encoding, SSE framing); this file maps our types onto it, gathers the
-// streamed tool_use input, marks the stable prompt prefix for prompt
-// caching and turns every failure into a *ModelError.
+// anthropicModel is the native Anthropic provider (the Messages API),
+// spoken by hand: one endpoint, POST /v1/messages, streamed (the wire
+// types and the server-sent-events framing are in anthropic_wire.go).
+// This file maps our types onto the request, gathers the streamed
+// tool_use input, marks the stable prompt prefix for prompt caching and
+// turns every failure into a *ModelError.
 type anthropicModel struct {
 	spec ModelSpec
-	// messages is the SDK's Messages API service alone, made without
-	// anthropic.NewClient: no environment defaults, no other API.
-	messages anthropic.MessageService
+	// endpoint is the URL of the Messages API (…/v1/messages); it may
+	// hold a token in its path, so it never goes into an error.
+	endpoint string
+	hc       *http.Client
 }
 
 var _ Model = (*anthropicModel)(nil)
@@ -36,6 +34,7 @@ var _ Model = (*anthropicModel)(nil)
 // accepts in one request.
 const maxCacheBreakpoints = 4
 
+// newAnthropic builds the provider for spec; NewModel calls it.
 func newAnthropic(spec ModelSpec) (*anthropicModel, error) {
 	if spec.Model == "" {
 		return nil, errors.New("failed to create anthropic model: no model name")
@@ -45,53 +44,62 @@ func newAnthropic(spec ModelSpec) (*anthropicModel, error) {
 		// The URL itself is not repeated: its path or query may hold a token.
 		return nil, fmt.Errorf("failed to create anthropic model %q: its base url is not an http(s) URL", spec.Model)
 	}
+	endpoint, err := anthropicEndpoint(spec.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create anthropic model %q: its base url is not an http(s) URL", spec.Model)
+	}
 	hc := spec.HTTPClient
 	if hc == nil {
 		// No client-wide timeout: a long reply may stream for minutes. The
 		// idle watchdog bounds silence instead.
 		hc = &http.Client{}
 	}
-	// Only what config.yaml says: a service made without anthropic.NewClient
-	// reads no ANTHROPIC_* environment variable and no credential file.
-	opts := []option.RequestOption{
-		option.WithBaseURL(anthropicRoot(spec.BaseURL)),
-		option.WithHTTPClient(hc),
-		// A failure is reported once, as a *ModelError that says whether
-		// it is retryable: retrying is hookroom's decision, as for the
-		// OpenAI-compatible provider, never the SDK's behind its back.
-		option.WithMaxRetries(0),
-	}
-	if spec.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(spec.APIKey))
-	}
-	return &anthropicModel{spec: spec, messages: anthropic.NewMessageService(opts...)}, nil
+	// Only what config.yaml says: no ANTHROPIC_* environment variable and
+	// no credential file is read. A failure is reported once, as a
+	// *ModelError that says whether it is retryable: retrying is
+	// hookroom's decision (as for the OpenAI-compatible provider), so the
+	// client never repeats a request itself.
+	return &anthropicModel{spec: spec, endpoint: endpoint, hc: hc}, nil
 }
 
-// anthropicRoot is the base URL the SDK wants: the API root, to which it
-// appends "v1/messages". A configured URL that already ends in /v1 (as
-// OpenAI-style URLs do) is accepted too.
+// anthropicEndpoint is the Messages API's URL for the configured base URL:
+// anthropicRoot's root with "v1/messages" resolved against it, the way the
+// official SDK resolved its paths (a root whose path does not end in "/"
+// gets one first).
+func anthropicEndpoint(base string) (string, error) {
+	root, err := url.Parse(anthropicRoot(base))
+	if err != nil {
+		return "", err
+	}
+	if root.Path != "" && !strings.HasSuffix(root.Path, "/") {
+		root.Path += "/"
+	}
+	return root.ResolveReference(&url.URL{Path: "v1/messages"}).String(), nil
+}
+
+// anthropicRoot is the API root of a configured base URL, to which
+// anthropicEndpoint appends "v1/messages". A configured URL that already
+// ends in /v1 (as OpenAI-style URLs do) is accepted too.
 func anthropicRoot(base string) string {
 	base = strings.TrimRight(base, "/")
 	base = strings.TrimSuffix(base, "/v1")
 	return base + "/"
 }
 
-// request maps req onto the Messages API. The result is deterministic: the
-// same req always gives the same JSON, so that the provider's prompt cache
-// sees identical prefixes.
-func (m *anthropicModel) request(req *Request) (anthropic.MessageNewParams, []option.RequestOption) {
-	out := anthropic.MessageNewParams{Model: m.spec.Model, MaxTokens: int64(m.maxTokens(req))}
+// request maps req onto the Messages API; Stream calls it once per
+// request. The result is deterministic: the same req always gives the
+// same JSON, so that the provider's prompt cache sees identical prefixes.
+func (m *anthropicModel) request(req *Request) *messagesRequest {
+	out := &messagesRequest{Model: m.spec.Model, MaxTokens: m.maxTokens(req), Stream: true}
 	marks := cacheMarks(req.Messages)
 	for i := range req.Messages {
 		msg := &req.Messages[i]
-		var blocks []anthropic.TextBlockParam
 		if msg.Role == RoleSystem {
 			// The Messages API has one system prompt, before the
 			// conversation: every system message becomes a part of it, in
 			// order (a compaction summary is one, at the head of the
 			// history).
-			blocks = splitText(msg.Content, msg.StablePrefix, marks[i])
-			out.System = append(out.System, blocks...)
+			out.System = append(out.System, splitText(msg.Content, msg.StablePrefix, marks[i])...)
 			continue
 		}
 		role, content := m.blocks(msg, marks[i])
@@ -101,40 +109,25 @@ func (m *anthropicModel) request(req *Request) (anthropic.MessageNewParams, []op
 		// Consecutive messages of one role become one message: the API
 		// wants user and assistant to alternate, and all the results of one
 		// round of tool calls in the user message after it.
-		if n := len(out.Messages); n > 0 && messageRole(out.Messages[n-1]) == role {
+		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
 			last := &out.Messages[n-1]
-			if role == RoleAssistant {
-				last.OfAssistant.Content = append(last.OfAssistant.Content, content...)
-			} else {
-				last.OfUser.Content = append(last.OfUser.Content, content...)
-			}
+			last.Content = append(last.Content, content...)
 			continue
 		}
-		if role == RoleAssistant {
-			out.Messages = append(out.Messages, anthropic.NewAssistantMessage(content...))
-		} else {
-			out.Messages = append(out.Messages, anthropic.NewUserMessage(content...))
-		}
+		out.Messages = append(out.Messages, anthropicMessage{Role: role, Content: content})
 	}
 	for _, t := range req.Tools {
 		schema := t.Parameters
 		if len(schema) == 0 {
 			schema = emptySchema
 		}
-		tool := &anthropic.ToolParam{
-			Name:        t.Name,
-			InputSchema: param.Override[anthropic.ToolInputSchemaParam](schema),
-		}
-		if t.Description != "" {
-			tool.Description = anthropic.String(t.Description)
-		}
-		out.Tools = append(out.Tools, anthropic.ToolUnionParam{OfTool: tool})
+		out.Tools = append(out.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
-	var opts []option.RequestOption
 	if req.Temperature != nil {
-		opts = append(opts, option.WithJSONSet("temperature", float64(*req.Temperature)))
+		t := float64(*req.Temperature)
+		out.Temperature = &t
 	}
-	return out, opts
+	return out
 }
 
 // maxTokens is the request's bound, else the model's; the Messages API
@@ -147,13 +140,6 @@ func (m *anthropicModel) maxTokens(req *Request) int {
 		return m.spec.MaxTokens
 	}
 	return DefaultAnthropicMaxTokens
-}
-
-func messageRole(p anthropic.MessageParam) Role {
-	if p.OfAssistant != nil {
-		return RoleAssistant
-	}
-	return RoleUser
 }
 
 // cacheMarks says which messages get a cache breakpoint: those with a
@@ -176,57 +162,48 @@ func cacheMarks(msgs []Message) []bool {
 // breakpoint, and the rest (if any) a second block. Joined, the blocks are
 // the text unchanged. Empty text gives no block (the API refuses empty
 // text blocks).
-func splitText(text string, stable int, mark bool) []anthropic.TextBlockParam {
+func splitText(text string, stable int, mark bool) []anthropicBlock {
 	if text == "" {
 		return nil
 	}
 	if !mark {
-		return []anthropic.TextBlockParam{{Text: text}}
+		return []anthropicBlock{{Type: "text", Text: text}}
 	}
 	stable = min(stable, len(text))
 	if !utf8.RuneStart(text[min(stable, len(text)-1)]) {
 		stable = len(text) // not a character boundary: mark the whole text
 	}
-	head := anthropic.TextBlockParam{Text: text[:stable], CacheControl: anthropic.NewCacheControlEphemeralParam()}
+	head := anthropicBlock{Type: "text", Text: text[:stable], CacheControl: ephemeralCache}
 	if stable == len(text) {
-		return []anthropic.TextBlockParam{head}
+		return []anthropicBlock{head}
 	}
-	return []anthropic.TextBlockParam{head, {Text: text[stable:]}}
+	return []anthropicBlock{head, {Type: "text", Text: text[stable:]}}
 }
 
 // blocks maps one non-system message to the role it is sent as and its
 // content blocks.
-func (m *anthropicModel) blocks(msg *Message, mark bool) (Role, []anthropic.ContentBlockParamUnion) {
-	var out []anthropic.ContentBlockParamUnion
+func (m *anthropicModel) blocks(msg *Message, mark bool) (Role, []anthropicBlock) {
 	switch msg.Role {
 	case RoleTool:
-		res := &anthropic.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
+		res := anthropicBlock{Type: "tool_result", ToolUseID: msg.ToolCallID}
 		if msg.Content != "" {
-			res.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: msg.Content}}}
+			res.Content = []anthropicBlock{{Type: "text", Text: msg.Content}}
 		}
 		if mark {
-			res.CacheControl = anthropic.NewCacheControlEphemeralParam()
+			res.CacheControl = ephemeralCache
 		}
-		return RoleUser, []anthropic.ContentBlockParamUnion{{OfToolResult: res}}
+		return RoleUser, []anthropicBlock{res}
 	case RoleAssistant:
-		for _, b := range splitText(msg.Content, msg.StablePrefix, mark) {
-			out = append(out, anthropic.ContentBlockParamUnion{OfText: &b})
-		}
+		out := splitText(msg.Content, msg.StablePrefix, mark)
 		for _, tc := range msg.ToolCalls {
-			out = append(out, anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{
-				ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments),
-			}})
+			out = append(out, anthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
 		}
 		return RoleAssistant, out
 	default:
-		for _, b := range splitText(msg.Content, msg.StablePrefix, mark) {
-			out = append(out, anthropic.ContentBlockParamUnion{OfText: &b})
-		}
+		out := splitText(msg.Content, msg.StablePrefix, mark)
 		for _, img := range msg.Images {
-			out = append(out, anthropic.ContentBlockParamUnion{OfImage: &anthropic.ImageBlockParam{
-				Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
-					Data: base64.StdEncoding.EncodeToString(img.Data), MediaType: anthropic.Base64ImageSourceMediaType(img.MimeType),
-				}},
+			out = append(out, anthropicBlock{Type: "image", Source: &anthropicImageSource{
+				Type: "base64", MediaType: img.MimeType, Data: base64.StdEncoding.EncodeToString(img.Data),
 			}})
 		}
 		return RoleUser, out
@@ -244,40 +221,102 @@ func toolInput(args string) json.RawMessage {
 	return json.RawMessage(a)
 }
 
+// errEncodeRequest marks a request body that could not be encoded (a
+// tool's parameters schema that is not valid JSON).
+var errEncodeRequest = errors.New("failed to encode the request")
+
 // Stream sends req as a streamed message.
 func (m *anthropicModel) Stream(ctx context.Context, req *Request) (Stream, error) {
-	params, opts := m.request(req)
 	s := &anthropicStream{calls: map[int64]*ToolCall{}, startInput: map[int64]string{}}
 	return s.start(ctx, m.spec, s, anthropicError, func(sctx context.Context) error {
-		s.raw = m.messages.NewStreaming(sctx, params, opts...)
-		return s.raw.Err()
+		body, err := json.Marshal(m.request(req))
+		if err != nil {
+			return fmt.Errorf("%w: %w", errEncodeRequest, err)
+		}
+		res, err := m.send(sctx, body)
+		if err != nil {
+			return err
+		}
+		s.body = res.Body
+		s.events = newSSEReader(res.Body)
+		return nil
 	})
 }
 
-// anthropicStream reads the SDK's stream events and turns them into ours.
-// Text is passed on as it arrives; tool calls, usage and the stop reason
-// are held back until message_stop, because they are only complete then.
+// send posts body to the Messages API with ctx, once, and returns the
+// response of a request the server accepted; its body is the caller's to
+// close. A response with an error status is read and closed here, and
+// returned as an *anthropicHTTPError.
+func (m *anthropicModel) send(ctx context.Context, body []byte) (*http.Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint, bytes.NewReader(body))
+	if err != nil {
+		// Not err itself: it quotes the URL.
+		return nil, errors.New("failed to build the request: the base url is not usable")
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Anthropic-Version", anthropicVersion)
+	if m.spec.APIKey != "" {
+		hreq.Header.Set("X-Api-Key", m.spec.APIKey)
+	}
+	res, err := m.hc.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode >= 400 {
+		defer res.Body.Close()
+		return nil, readHTTPError(res)
+	}
+	return res, nil
+}
+
+// anthropicStream reads the server's stream events and turns them into
+// ours. Text is passed on as it arrives; tool calls, usage and the stop
+// reason are held back until message_stop, because they are only complete
+// then.
 type anthropicStream struct {
-	streamCore[anthropic.MessageStreamEventUnion]
-	raw *ssestream.Stream[anthropic.MessageStreamEventUnion]
+	streamCore[anthropicEvent]
+	// body is the response body (nil until the server accepted the
+	// request); events reads it.
+	body   io.Closer
+	events *sseReader
 
 	started    bool
 	stopped    bool
-	stop       anthropic.StopReason
+	stop       string
 	usage      Usage
 	calls      map[int64]*ToolCall
 	startInput map[int64]string
 	callOrder  []int64
 }
 
-func (s *anthropicStream) next() (anthropic.MessageStreamEventUnion, bool, error) {
-	if s.raw.Next() {
-		return s.raw.Current(), true, nil
+// next returns the next message event: ping events and events without a
+// name are skipped, an error event ends the stream with an
+// *anthropicEventError, data that is not JSON with the decoding error.
+func (s *anthropicStream) next() (anthropicEvent, bool, error) {
+	for {
+		raw, more, err := s.events.next()
+		if !more {
+			return anthropicEvent{}, false, err
+		}
+		switch raw.name {
+		case "", "ping":
+			continue
+		case "error":
+			return anthropicEvent{}, false, parseEventError(raw.data)
+		}
+		if len(raw.data) == 0 {
+			continue
+		}
+		var ev anthropicEvent
+		if err := json.Unmarshal(raw.data, &ev); err != nil {
+			return anthropicEvent{}, false, err
+		}
+		return ev, true, nil
 	}
-	return anthropic.MessageStreamEventUnion{}, false, s.raw.Err()
 }
 
-func (s *anthropicStream) absorb(ev *anthropic.MessageStreamEventUnion) {
+// absorb takes in one event (see streamSource).
+func (s *anthropicStream) absorb(ev *anthropicEvent) {
 	switch ev.Type {
 	case "message_start":
 		s.started = true
@@ -296,7 +335,7 @@ func (s *anthropicStream) absorb(ev *anthropic.MessageStreamEventUnion) {
 			s.calls[ev.Index] = &ToolCall{ID: cb.ID, Name: cb.Name}
 			// The API starts the block with "input": {} and streams the
 			// input as input_json_delta; a proxy may send it whole here.
-			if raw := strings.TrimSpace(cb.JSON.Input.Raw()); raw != "" && raw != "{}" && raw != "null" {
+			if raw := strings.TrimSpace(string(cb.Input)); raw != "" && raw != "{}" && raw != "null" {
 				s.startInput[ev.Index] = raw
 			}
 		}
@@ -339,13 +378,13 @@ func (s *anthropicStream) setUsage(input, cacheRead, cacheWrite, output int64) {
 }
 
 // anthropicFinish maps a stop reason onto ours.
-func anthropicFinish(r anthropic.StopReason) FinishReason {
+func anthropicFinish(r string) FinishReason {
 	switch r {
-	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
+	case stopMaxTokens, stopModelContextWindowExceeded:
 		return FinishLength
-	case anthropic.StopReasonToolUse:
+	case stopToolUse:
 		return FinishToolCalls
-	case anthropic.StopReasonRefusal:
+	case stopRefusal:
 		return FinishContentFilter
 	}
 	// end_turn, stop_sequence, pause_turn (a server tool paused: the text
@@ -375,11 +414,18 @@ func (s *anthropicStream) reply() streamReply {
 	return r
 }
 
-func (s *anthropicStream) closeRaw() error { return s.raw.Close() }
+// closeRaw closes the response body, which ends a stream still being
+// read (see streamSource).
+func (s *anthropicStream) closeRaw() error {
+	if s.body == nil { // the request failed
+		return nil
+	}
+	return s.body.Close()
+}
 
 // retryableAnthropicError says which error types of an error event in a
 // stream are worth repeating the request for.
-func retryableAnthropicError(t anthropic.ErrorType) bool {
+func retryableAnthropicError(t string) bool {
 	switch t {
 	case "overloaded_error", "api_error", "rate_limit_error", "timeout_error":
 		return true
@@ -387,30 +433,33 @@ func retryableAnthropicError(t anthropic.ErrorType) bool {
 	return false
 }
 
-// anthropicError fills me for an error of the SDK or net/http of a request
-// whose context is live.
+// anthropicError fills me for an error of a request whose context is
+// live: an error status, an error event, a stream that is not JSON, a
+// failed connection.
 func anthropicError(me *ModelError, err error) {
 	var (
-		apiErr *anthropic.Error
-		synErr *json.SyntaxError
+		httpErr  *anthropicHTTPError
+		eventErr *anthropicEventError
+		synErr   *json.SyntaxError
+		typeErr  *json.UnmarshalTypeError
 	)
 	switch {
-	case errors.As(err, &apiErr) && apiErr.StatusCode >= 400:
-		msg := cmp.Or(apiErr.Message, apiErr.RawJSON(), "(empty body)")
-		httpError(me, apiErr.StatusCode, msg)
-		if apiErr.StatusCode == 529 { // overloaded
+	case errors.Is(err, errEncodeRequest):
+		me.Kind = ErrorProtocol
+		me.Message = clip(err.Error())
+	case errors.As(err, &httpErr):
+		httpError(me, httpErr.StatusCode, httpErr.Message)
+		if httpErr.StatusCode == 529 { // overloaded
 			me.Retryable = true
 		}
-	case errors.As(err, &apiErr):
+	case errors.As(err, &eventErr):
 		// An error event inside a stream that had started (HTTP 200).
-		msg := cmp.Or(apiErr.Message, apiErr.RawJSON())
-		if t := apiErr.Type(); t != "" {
-			msg = string(t) + ": " + msg
+		msg := eventErr.Message
+		if eventErr.Type != "" {
+			msg = eventErr.Type + ": " + msg
 		}
-		streamError(me, retryableAnthropicError(apiErr.Type()), msg)
-	case strings.HasPrefix(err.Error(), "received error while streaming"):
-		streamError(me, false, strings.TrimPrefix(err.Error(), "received error while streaming: "))
-	case errors.As(err, &synErr):
+		streamError(me, retryableAnthropicError(eventErr.Type), msg)
+	case errors.As(err, &synErr), errors.As(err, &typeErr):
 		invalidJSON(me, err)
 	case transportError(me, err):
 	default:

@@ -68,9 +68,9 @@ func BenchmarkRun(b *testing.B) {
 }
 
 // BenchmarkModelStream measures one streamed completion through the real
-// client of each provider (go-openai, anthropic-sdk-go) against llmtest on
-// loopback in instant mode: the same scripted reply in each wire format, so
-// the difference is the client's parse cost.
+// client of each provider (go-openai, hookroom's own Messages API client)
+// against llmtest on loopback in instant mode: the same scripted reply in
+// each wire format, so the difference is the client's parse cost.
 func BenchmarkModelStream(b *testing.B) {
 	providers := []struct {
 		name  string

@@ -10,9 +10,10 @@
 // gathered with Complete). NewModel builds one from a ModelSpec: provider
 // "openai" talks to any OpenAI-compatible server through
 // github.com/sashabaranov/go-openai (streaming, tool-call deltas accumulated by
-// index); "anthropic" speaks Anthropic's Messages API natively through the
-// official github.com/anthropics/anthropic-sdk-go (streamed tool_use input
-// gathered, the stable prompt prefix marked for prompt caching); "echo"
+// index); "anthropic" speaks Anthropic's Messages API natively with a small
+// client of its own (POST /v1/messages streamed, the server-sent events read
+// in anthropic_wire.go, streamed tool_use input gathered, the stable prompt
+// prefix marked for prompt caching); "echo"
 // answers offline and says so. Every failure is a *ModelError
 // with a Kind, the HTTP status, whether a retry may help, and a message fit to
 // show a person; API keys never appear in errors or logs.
