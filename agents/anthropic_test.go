@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
@@ -410,5 +414,385 @@ func TestNetworkErrorHidesTheURL(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// rawAnthropic serves every request with status, content type and body
+// as given, and records the last request's headers and body.
+type rawAnthropic struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	header http.Header
+	body   []byte
+}
+
+func newRawAnthropic(t *testing.T, status int, contentType, body string) *rawAnthropic {
+	t.Helper()
+	ra := &rawAnthropic{}
+	ra.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		ra.mu.Lock()
+		ra.header, ra.body = r.Header.Clone(), b
+		ra.mu.Unlock()
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+			http.Error(w, "wrong endpoint "+r.Method+" "+r.URL.Path, http.StatusTeapot)
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(ra.srv.Close)
+	return ra
+}
+
+// model returns an anthropic model talking to ra.
+func (ra *rawAnthropic) model(t *testing.T) agents.Model {
+	t.Helper()
+	m, err := agents.NewModel(agents.ModelSpec{Provider: agents.ProviderAnthropic, BaseURL: ra.srv.URL, Model: "claude-test", APIKey: testKey, RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// sseEv is one server-sent event named name with data (one data: line).
+func sseEv(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+
+// Events of a plain Messages API stream, for the framing tests.
+var (
+	evMessageStart = sseEv("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-test","stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
+	evTextStart    = sseEv("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+	evBlockStop    = sseEv("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	evMessageDelta = sseEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}`)
+	evMessageStop  = sseEv("message_stop", `{"type":"message_stop"}`)
+)
+
+// evText is a text_delta of block 0.
+func evText(text string) string {
+	b, _ := json.Marshal(text)
+	return sseEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+string(b)+`}}`)
+}
+
+// textStream is a whole stream whose reply is the text pieces.
+func textStream(pieces ...string) string {
+	s := evMessageStart + evTextStart
+	for _, p := range pieces {
+		s += evText(p)
+	}
+	return s + evBlockStop + evMessageDelta + evMessageStop
+}
+
+// The server-sent-events framing: line endings, multi-line data,
+// comments, pings, error events, and streams that end early.
+func TestAnthropicSSEFraming(t *testing.T) {
+	okUsage := agents.Usage{PromptTokens: 10, CompletionTokens: 3, TotalTokens: 13}
+	hello := streamed{text: []string{"Hel", "lo"}, finish: agents.FinishStop, usage: okUsage}
+	cases := []struct {
+		name string
+		body string
+		want streamed
+		// When message is set the stream fails with a *ModelError of
+		// kind, retryable, whose text holds message (and is is, if set).
+		message   string
+		kind      agents.ErrorKind
+		retryable bool
+		is        error
+	}{
+		{name: "LF", body: textStream("Hel", "lo"), want: hello},
+		{name: "CRLF", body: strings.ReplaceAll(textStream("Hel", "lo"), "\n", "\r\n"), want: hello},
+		{name: "CR alone", body: strings.ReplaceAll(textStream("Hel", "lo"), "\n", "\r"), want: hello},
+		{name: "mixed line endings", body: strings.Replace(strings.ReplaceAll(textStream("Hel", "lo"), "\n\n", "\r\n\r\n"), "\n", "\r", 3), want: hello},
+		{
+			name: "data over several lines",
+			body: evMessageStart + evTextStart +
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\ndata: \"index\":0,\ndata:\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}}\n\n" +
+				evText("lo") + evBlockStop + evMessageDelta + evMessageStop,
+			want: hello,
+		},
+		{
+			// The lines are joined with a newline, which a JSON string
+			// may not hold.
+			name: "data lines joined with a newline",
+			body: evMessageStart + evTextStart + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"He\ndata: l\"}}\n\n" +
+				evBlockStop + evMessageDelta + evMessageStop,
+			kind: agents.ErrorProtocol, message: "invalid JSON",
+		},
+		{
+			name: "comments, pings, id and retry fields, blank lines between events",
+			body: ": keep-alive\n\n\n" + evMessageStart + "id: 7\nretry: 100\n" + evTextStart + sseEv("ping", `{"type": "ping"}`) +
+				": a comment\n" + evText("Hel") + "event: ping\n\n" + evText("lo") + evBlockStop + evMessageDelta + evMessageStop + "\n\n",
+			want: hello,
+		},
+		{
+			// As the SDK did: a nameless event is not one of the API's.
+			name: "events without a name are skipped",
+			body: evMessageStart + evTextStart + evText("Hel") + "data: " + `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"XX"}}` + "\n\n" +
+				evText("lo") + evBlockStop + evMessageDelta + evMessageStop,
+			want: hello,
+		},
+		{name: "event without data", body: evMessageStart + "event: content_block_delta\n\n" + textStream("Hel", "lo")[len(evMessageStart):], want: hello},
+		{
+			name: "overloaded error event mid-stream",
+			body: evMessageStart + evTextStart + evText("Hel") +
+				sseEv("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`) + evText("lo") + evMessageStop,
+			kind: agents.ErrorServer, retryable: true, message: "the server reported an error in the stream: overloaded_error: Overloaded",
+		},
+		{
+			name: "api_error event mid-stream, CRLF",
+			body: strings.ReplaceAll(evMessageStart+evTextStart+evText("Hel")+sseEv("error", `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`), "\n", "\r\n"),
+			kind: agents.ErrorServer, retryable: true, message: "api_error: Internal server error",
+		},
+		{
+			name: "invalid request error event",
+			body: evMessageStart + sseEv("error", `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`),
+			kind: agents.ErrorServer, message: "invalid_request_error: bad",
+		},
+		{
+			name: "error event that is not JSON",
+			body: evMessageStart + sseEv("error", `upstream went away`),
+			kind: agents.ErrorServer, message: "in the stream: upstream went away",
+		},
+		{
+			name: "no message_stop",
+			body: evMessageStart + evTextStart + evText("Hel") + evBlockStop + evMessageDelta,
+			kind: agents.ErrorProtocol, retryable: true, message: "truncated", is: io.ErrUnexpectedEOF,
+		},
+		{
+			// The last event has no blank line after it: it is dropped,
+			// not half-parsed, and the reply is incomplete.
+			name: "message_stop without its blank line",
+			body: textStream("Hel", "lo")[:len(textStream("Hel", "lo"))-1],
+			kind: agents.ErrorProtocol, retryable: true, message: "truncated", is: io.ErrUnexpectedEOF,
+		},
+		{
+			name: "cut in the middle of a data line",
+			body: evMessageStart + evTextStart + "event: content_block_delta\ndata: {\"type\":\"content_blo",
+			kind: agents.ErrorProtocol, retryable: true, message: "truncated", is: io.ErrUnexpectedEOF,
+		},
+		{name: "no message_start", body: evTextStart + evText("Hel") + evMessageDelta + evMessageStop, kind: agents.ErrorProtocol, message: "not a message stream"},
+		{name: "empty body", body: "", kind: agents.ErrorProtocol, message: "not a message stream"},
+		{name: "JSON message instead of a stream", body: `{"type":"message","content":[{"type":"text","text":"hi"}]}`, kind: agents.ErrorProtocol, message: "not a message stream"},
+		{name: "invalid JSON", body: evMessageStart + sseEv("content_block_delta", `{"type":"content_block_delta","index":[`), kind: agents.ErrorProtocol, message: "invalid JSON"},
+		{name: "JSON of the wrong shape", body: evMessageStart + sseEv("content_block_delta", `{"type":"content_block_delta","index":"zero"}`), kind: agents.ErrorProtocol, message: "invalid JSON"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ra := newRawAnthropic(t, http.StatusOK, "text/event-stream; charset=utf-8", tc.body)
+			evs, err := collectStream(t, ra.model(t), userPrompt("hi"))
+			if tc.message == "" {
+				if err != nil {
+					t.Fatalf("Recv: %v", err)
+				}
+				gather(t, evs).check(t, tc.want)
+				return
+			}
+			t.Logf("error: %v", err)
+			var me *agents.ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("error = %v (%T), want a *ModelError", err, err)
+			}
+			if me.Kind != tc.kind || me.Retryable != tc.retryable || !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("error = kind %q retryable %v %q, want %q %v %q", me.Kind, me.Retryable, err, tc.kind, tc.retryable, tc.message)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %v is not %v", err, tc.is)
+			}
+		})
+	}
+}
+
+// Tool input streamed in many input_json_delta pieces is gathered per
+// content block index, even when the pieces of two blocks interleave;
+// usage counts cache reads and writes into the prompt.
+func TestAnthropicToolInputPieces(t *testing.T) {
+	piece := func(index int, s string) string {
+		b, _ := json.Marshal(s)
+		return sseEv("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, index, b))
+	}
+	start := func(index int, id, name string) string {
+		return sseEv("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, index, id, name))
+	}
+	args := `{"city":"K\u00f6ln \"Dom\"","days":[1,2,3],"note":"ü🌍"}`
+	// Pieces of three characters: escapes and the JSON's structure are
+	// cut anywhere.
+	var pieces string
+	for r := []rune(args); len(r) > 0; r = r[min(3, len(r)):] {
+		pieces += piece(1, string(r[:min(3, len(r))]))
+	}
+	body := sseEv("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":20,"cache_creation_input_tokens":30,"output_tokens":1}}}`) +
+		evTextStart + evText("Checking.") + evBlockStop +
+		start(1, "toolu_a", "weather") + pieces + sseEv("content_block_stop", `{"type":"content_block_stop","index":1}`) +
+		start(2, "toolu_b", "clock") + start(3, "toolu_c", "room") +
+		piece(3, `{"ro`) + piece(2, `{"tz":`) + piece(3, `om":"lobby"}`) + piece(2, `"UTC"}`) + piece(9, `{"lost":true}`) +
+		sseEv("content_block_stop", `{"type":"content_block_stop","index":2}`) + sseEv("content_block_stop", `{"type":"content_block_stop","index":3}`) +
+		sseEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":42}}`) + evMessageStop
+	ra := newRawAnthropic(t, http.StatusOK, "text/event-stream", body)
+	evs, err := collectStream(t, ra.model(t), userPrompt("weather?"))
+	if err != nil {
+		t.Fatalf("Recv: %v", err)
+	}
+	gather(t, evs).check(t, streamed{
+		text: []string{"Checking."},
+		calls: []agents.ToolCall{
+			{ID: "toolu_a", Name: "weather", Arguments: args},
+			{ID: "toolu_b", Name: "clock", Arguments: `{"tz":"UTC"}`},
+			{ID: "toolu_c", Name: "room", Arguments: `{"room":"lobby"}`},
+		},
+		finish: agents.FinishToolCalls,
+		usage:  agents.Usage{PromptTokens: 60, CachedTokens: 20, CompletionTokens: 42, TotalTokens: 102},
+	})
+}
+
+// Every error status becomes an ErrorHTTP *ModelError: the provider's
+// message (error.message, else the body) clipped, the key never shown,
+// retryable for rate limits, overload and server errors only.
+func TestAnthropicErrorBodies(t *testing.T) {
+	errBody := func(typ, msg string) string {
+		b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+		return string(b)
+	}
+	long := strings.Repeat("ü", 400) // 800 bytes, clipped on a character boundary
+	cases := []struct {
+		name      string
+		status    int
+		body      string
+		retryable bool
+		message   string
+	}{
+		{name: "400 invalid request", status: 400, body: errBody("invalid_request_error", "max_tokens: Field required"), message: "the server answered HTTP 400 Bad Request: max_tokens: Field required"},
+		{name: "400 prompt too long", status: 400, body: errBody("invalid_request_error", "prompt is too long: 212345 tokens > 200000 maximum"), message: "HTTP 400 Bad Request: prompt is too long: 212345 tokens > 200000 maximum"},
+		{name: "401 authentication", status: 401, body: errBody("authentication_error", "invalid x-api-key"), message: "HTTP 401 Unauthorized: invalid x-api-key"},
+		{name: "401 echoing the key", status: 401, body: errBody("authentication_error", "invalid key "+testKey), message: "invalid key [REDACTED]"},
+		{name: "403 permission", status: 403, body: errBody("permission_error", "not allowed"), message: "HTTP 403 Forbidden: not allowed"},
+		{name: "404 not found", status: 404, body: errBody("not_found_error", "model: claude-nope"), message: "HTTP 404 Not Found: model: claude-nope"},
+		{name: "408 timeout", status: 408, body: errBody("timeout_error", "Request timed out"), retryable: true, message: "HTTP 408 Request Timeout: Request timed out"},
+		{name: "413 too large", status: 413, body: errBody("request_too_large", "Request exceeds the maximum size"), message: "HTTP 413 Request Entity Too Large: Request exceeds"},
+		{name: "429 rate limit", status: 429, body: errBody("rate_limit_error", "slow down"), retryable: true, message: "HTTP 429 Too Many Requests: slow down"},
+		{name: "500 api error", status: 500, body: errBody("api_error", "Internal server error"), retryable: true, message: "HTTP 500 Internal Server Error: Internal server error"},
+		{name: "501 not implemented", status: 501, body: errBody("api_error", "no"), message: "HTTP 501 Not Implemented: no"},
+		{name: "503 HTML", status: 503, body: "<html>down</html>", retryable: true, message: "HTTP 503 Service Unavailable: <html>down</html>"},
+		{name: "529 overloaded", status: 529, body: errBody("overloaded_error", "Overloaded"), retryable: true, message: "the server answered HTTP 529: Overloaded"},
+		{name: "502 empty body", status: 502, body: "", retryable: true, message: "HTTP 502 Bad Gateway: (empty body)"},
+		{name: "JSON without error.message", status: 400, body: `{"detail":"bad input"}`, message: `HTTP 400 Bad Request: {"detail":"bad input"}`},
+		{name: "long message clipped", status: 400, body: errBody("invalid_request_error", long), message: strings.Repeat("ü", 150) + "…"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ra := newRawAnthropic(t, tc.status, "application/json", tc.body)
+			_, err := agents.Complete(t.Context(), ra.model(t), userPrompt("hi"), nil)
+			t.Logf("error: %v", err)
+			var me *agents.ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("error = %v (%T), want a *ModelError", err, err)
+			}
+			if me.Kind != agents.ErrorHTTP || me.StatusCode != tc.status || me.Retryable != tc.retryable {
+				t.Errorf("error = kind %q status %d retryable %v, want http %d %v", me.Kind, me.StatusCode, me.Retryable, tc.status, tc.retryable)
+			}
+			if !strings.Contains(me.Message, tc.message) || !utf8.ValidString(me.Message) {
+				t.Errorf("message %q does not hold %q (or is not UTF-8)", me.Message, tc.message)
+			}
+			for e := error(me); e != nil; e = errors.Unwrap(e) {
+				if strings.Contains(e.Error(), testKey) || strings.Contains(e.Error(), "SECRET") {
+					t.Errorf("error leaks the API key: %v", e)
+				}
+			}
+		})
+	}
+}
+
+// The request as it goes on the wire: the headers, and a body
+// byte-identical to the one the official SDK sent before hookroom spoke
+// the API itself (field order, cache_control, tool_use input compacted,
+// HTML characters escaped, temperature as a float64 of the float32).
+func TestAnthropicRequestBody(t *testing.T) {
+	ra := newRawAnthropic(t, http.StatusOK, "text/event-stream", textStream("ok"))
+	temp := float32(0.7)
+	stable := "You are alice.\n\nBe brief."
+	req := &agents.Request{
+		Messages: []agents.Message{
+			{Role: agents.RoleSystem, Content: stable + "\n\nvolatile <&> ü \u2028", StablePrefix: len(stable)},
+			{Role: agents.RoleSystem, Content: "summary"},
+			{Role: agents.RoleUser, Content: "first", StablePrefix: 5},
+			{Role: agents.RoleUser, Content: "look", Images: []agents.Image{{MimeType: "image/jpeg", Data: []byte("JPEGDATA")}}},
+			{Role: agents.RoleAssistant, Content: "checking", ToolCalls: []agents.ToolCall{{ID: "t1", Name: "clock", Arguments: `{"b":1,  "a":"<x>"}`}, {ID: "t2", Name: "room", Arguments: `not json`}, {ID: "t3", Name: "room", Arguments: ``}}},
+			{Role: agents.RoleTool, ToolCallID: "t1", Content: "12:00", StablePrefix: 5},
+			{Role: agents.RoleTool, ToolCallID: "t2", Content: ""},
+			{Role: agents.RoleAssistant, Content: "It is noon."},
+			{Role: agents.RoleUser, Content: ""},
+			{Role: agents.RoleUser, Content: "more", StablePrefix: 2},
+		},
+		Tools:       []agents.ToolSpec{{Name: "clock", Description: "The <time>", Parameters: json.RawMessage(`{"type":"object", "properties":{"z":{},"a":{}}}`)}, {Name: "room"}},
+		MaxTokens:   77,
+		Temperature: &temp,
+	}
+	if _, err := agents.Complete(t.Context(), ra.model(t), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"max_tokens":77,"messages":[{"content":[{"text":"first","cache_control":{"type":"ephemeral"},"type":"text"},{"text":"look","type":"text"},{"source":{"data":"SlBFR0RBVEE=","media_type":"image/jpeg","type":"base64"},"type":"image"}],"role":"user"},{"content":[{"text":"checking","type":"text"},{"id":"t1","input":{"b":1,"a":"\u003cx\u003e"},"name":"clock","type":"tool_use"},{"id":"t2","input":{},"name":"room","type":"tool_use"},{"id":"t3","input":{},"name":"room","type":"tool_use"}],"role":"assistant"},{"content":[{"tool_use_id":"t1","cache_control":{"type":"ephemeral"},"content":[{"text":"12:00","type":"text"}],"type":"tool_result"},{"tool_use_id":"t2","type":"tool_result"}],"role":"user"},{"content":[{"text":"It is noon.","type":"text"}],"role":"assistant"},{"content":[{"text":"mo","cache_control":{"type":"ephemeral"},"type":"text"},{"text":"re","type":"text"}],"role":"user"}],"model":"claude-test","system":[{"text":"You are alice.\n\nBe brief.","cache_control":{"type":"ephemeral"},"type":"text"},{"text":"\n\nvolatile \u003c\u0026\u003e ü \u2028","type":"text"},{"text":"summary","type":"text"}],"tools":[{"input_schema":{"type":"object","properties":{"z":{},"a":{}}},"name":"clock","description":"The \u003ctime\u003e"},{"input_schema":{"type":"object","properties":{}},"name":"room"}],"temperature":0.699999988079071,"stream":true}`
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if string(ra.body) != want {
+		t.Errorf("body:\n%s\nwant:\n%s", ra.body, want)
+	}
+	h := ra.header
+	if h.Get("X-Api-Key") != testKey || h.Get("Anthropic-Version") != "2023-06-01" || h.Get("Content-Type") != "application/json" || h.Get("Authorization") != "" {
+		t.Errorf("headers = %v", h)
+	}
+}
+
+// Cancelling the request or closing the stream in the middle of a reply
+// ends it at once: the connection closes, which the server sees.
+func TestAnthropicStopMidStream(t *testing.T) {
+	cases := []struct {
+		name string
+		stop func(cancel context.CancelFunc, s agents.Stream)
+		// kind is the error the next Recv returns; "" when it is io.EOF…
+		// or any error of a closed stream.
+		kind agents.ErrorKind
+	}{
+		{name: "cancel", stop: func(cancel context.CancelFunc, _ agents.Stream) { cancel() }, kind: agents.ErrorCancelled},
+		{name: "close", stop: func(_ context.CancelFunc, s agents.Stream) { _ = s.Close() }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gone := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, evMessageStart+evTextStart+evText("Hel"))
+				w.(http.Flusher).Flush()
+				<-r.Context().Done() // the client went away
+				close(gone)
+			}))
+			defer srv.Close()
+			m, err := agents.NewModel(agents.ModelSpec{Provider: agents.ProviderAnthropic, BaseURL: srv.URL, Model: "claude-test", RequestTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			s, err := m.Stream(ctx, userPrompt("hi"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if ev, err := s.Recv(); err != nil || ev.Text != "Hel" {
+				t.Fatalf("first event = %+v, %v", ev, err)
+			}
+			tc.stop(cancel, s)
+			_, err = s.Recv()
+			var me *agents.ModelError
+			if tc.kind != "" && (!errors.As(err, &me) || me.Kind != tc.kind || !errors.Is(err, context.Canceled)) {
+				t.Errorf("Recv after %s = %v, want a %s *ModelError", tc.name, err, tc.kind)
+			}
+			if err == nil {
+				t.Errorf("Recv after %s returned an event", tc.name)
+			}
+			select {
+			case <-gone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the server still holds the connection")
+			}
+		})
 	}
 }
