@@ -49,7 +49,7 @@ type ModelSpec struct {
 	// the root without the version, default DefaultAnthropicBaseURL, a
 	// trailing /v1 is accepted).
 	BaseURL string
-	// APIKey is sent as a bearer token (anthropic: as the SDK sends it); empty sends none. It is never
+	// APIKey is sent as a bearer token (anthropic: in the x-api-key header); empty sends none. It is never
 	// logged: ModelSpec's log form only says whether it is set.
 	APIKey string
 	// Model is the model name the server knows (required for openai).
