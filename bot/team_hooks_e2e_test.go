@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // teamHookSeen is one hook run of a team turn as the conformance test
@@ -47,6 +49,13 @@ func (l *teamHookLog) add(s teamHookSeen) {
 	defer l.mu.Unlock()
 	s.seq = len(l.seen)
 	l.seen = append(l.seen, s)
+}
+
+// has reports whether event was recorded since the last take.
+func (l *teamHookLog) has(event string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.seen, func(s teamHookSeen) bool { return s.event == event })
 }
 
 // take returns what was recorded and starts over.
@@ -153,6 +162,12 @@ func TestTeamHooksConformance(t *testing.T) {
 		if got := e.waitTerminal(i + 1); !strings.HasPrefix(got[i], "after:") {
 			t.Fatalf("run %d ended %v", i, got)
 		}
+		// The turn's end seen by the env's recorder does not mean this
+		// log's own after_response hook (an observer, run apart from the
+		// recorder's) has recorded yet: wait for it before taking the run.
+		testkit.Eventually(t, 30*time.Second, "this log's message:after_response of run "+strconv.Itoa(i), func() bool {
+			return log.has("message:after_response")
+		})
 		seen := log.take()
 		var names []string
 		for _, s := range seen {

@@ -75,7 +75,8 @@ build() {
   tmp="$(mktemp -d "$(dirname "$BIN")/.build.XXXXXX")"
   # C at -O1: the SQLite amalgamation compiles in a third of the time -O2 takes (~30 s of CPU
   # instead of ~80 s on a fresh machine), and SQLite is a small part of what Dendrite does.
-  if ! (cd "$mod" && CGO_CFLAGS="${CGO_CFLAGS:--O1}" go build -trimpath -mod=readonly -o "$tmp/bin/" tool) >"$tmp/build.log" 2>&1; then
+  # GOFLAGS cleared: the same build whoever calls (scripts/test.sh sets -race for its tests).
+  if ! (cd "$mod" && CGO_CFLAGS=-O1 GOFLAGS= go build -trimpath -mod=readonly -o "$tmp/bin/" tool) >"$tmp/build.log" 2>&1; then
     tail -n 40 "$tmp/build.log" >&2
     rm -rf "$tmp"
     die "failed to build Dendrite $VERSION from $mod (output above)"

@@ -40,6 +40,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${HOOKROOM_CACHE:-$HOME/.cache/hookroom}"
 NFPM="$CACHE/nfpm-$NFPM_VERSION/nfpm"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
+# A release is built from the flags below alone, not from the caller's GOFLAGS (scripts/test.sh sets
+# -race there, which a static CGO_ENABLED=0 build cannot take).
+export GOFLAGS=
 
 say() { printf 'release.sh: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }

@@ -48,9 +48,14 @@ deps_pid=$!
 #    opens; with -O2 its amalgamation alone takes ~80 s of CPU.
 #  - test binaries are linked without DWARF (-w): panics and race reports still name files and
 #    lines (from the symbol table); only a debugger would miss it. It saves ~40 % of each link.
-# (Dendrite's build started above, before these variables: it is unaffected.)
+# The flags go into GOFLAGS, so what the tests build themselves (the demo's hookroom, example and
+# test plugins, a test MCP server) is built the same way and reuses the same compiled packages
+# instead of compiling everything a second time without the race detector.
+# (Dendrite's build started above, before these variables, and scripts/dendrite.sh builds it with
+# GOFLAGS cleared: it is unaffected.)
 export CGO_CFLAGS="${CGO_CFLAGS:--O0}"
-race=(-tags goolm -race -ldflags=-w '-gcflags=modernc.org/...=-race=false')
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=goolm -race -ldflags=-w -gcflags=modernc.org/...=-race=false"
+race=(-tags goolm)
 
 step "go vet -race"
 go vet "${race[@]}" ./...
@@ -66,7 +71,7 @@ norace=$(git ls-files '*_test.go' 2>/dev/null | xargs grep -l '^//go:build !race
   xargs -r -n1 dirname | sort -u | sed 's|^|./|')
 if [[ -n "$norace" ]]; then
   step "go test -tags goolm (the tests that only run without -race)"
-  go test -tags goolm -count=1 -ldflags=-w $norace
+  go test -tags goolm -race=false -count=1 $norace
 fi
 
 step "test dependencies"
@@ -96,7 +101,7 @@ shards=${HOOKROOM_TEST_SHARDS:-3}
 times="${XDG_CACHE_HOME:-$HOME/.cache}/hookroom/bot-test-seconds"
 if ! wait "$bot_build_pid"; then
   cat "$work/bot-build.log" >&2
-  echo "go test -race -c ./bot failed (flags: ${race[*]})" >&2
+  echo "go test -race -c ./bot failed (GOFLAGS=$GOFLAGS)" >&2
   exit 1
 fi
 "$work/bot.test" -test.list '^Test' | grep '^Test' >"$work/tests"
