@@ -95,7 +95,8 @@ step "go test -tags goolm -race"
 # homeserver and would run one after another for minutes; they run in $shards processes at once
 # instead (each with its own Dendrite and PostgreSQL, so they share nothing), next to the other
 # packages. Tests go to the shard with the least work so far, longest first, by the durations of
-# the last run on this machine (kept in $times; 5 s for a test not seen yet).
+# the last run on this machine (kept in $times; on a machine that has not run them yet, those of
+# a run on a 2-core machine kept in scripts/bot-test-seconds; 5 s for a test in neither).
 # HOOKROOM_TEST_SHARDS=1 runs them in one process.
 shards=${HOOKROOM_TEST_SHARDS:-3}
 times="${XDG_CACHE_HOME:-$HOME/.cache}/hookroom/bot-test-seconds"
@@ -111,7 +112,7 @@ while read -r s name; do
   counts[s]=$((${counts[s]:-0} + 1))
 done < <(awk -v shards="$shards" '
   FILENAME == ARGV[1] { secs[$1] = $2; next }
-  { print (($1 in secs) ? secs[$1] : 5), $1 }' "$(test -r "$times" && echo "$times" || echo /dev/null)" "$work/tests" |
+  { print (($1 in secs) ? secs[$1] : 5), $1 }' "$(test -r "$times" && echo "$times" || echo scripts/bot-test-seconds)" "$work/tests" |
   sort -k1,1nr -k2,2 |
   awk -v shards="$shards" '{
     best = 0
