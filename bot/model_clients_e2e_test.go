@@ -129,16 +129,5 @@ func TestModelCommandFromIndependentClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sawTool bool
-	for _, m := range stored {
-		if m.Role == "tool" {
-			sawTool = true
-			if strings.Contains(m.Content, "T") {
-				t.Errorf("the stored history holds the unmasked tool result %q", m.Content)
-			}
-		}
-	}
-	if !sawTool {
-		t.Errorf("the stored history of the thread has no tool message: %+v", stored)
-	}
+	checkStoredToolMasked(t, stored)
 }

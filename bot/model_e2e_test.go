@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hookroom/hookroom/agents"
 	"github.com/hookroom/hookroom/agents/llmtest"
 	"github.com/hookroom/hookroom/hooks"
 )
@@ -147,19 +148,7 @@ func TestModelRequestAndToolResultHooks(t *testing.T) {
 	if tool == "" || strings.Contains(tool, "T") {
 		t.Errorf("the tool result the model got is not masked: %q", tool)
 	}
-	stored := e.history(q)
-	var sawTool bool
-	for _, m := range stored {
-		if m.Role == "tool" {
-			sawTool = true
-			if strings.Contains(m.Content, "T") {
-				t.Errorf("the stored history holds the unmasked tool result %q", m.Content)
-			}
-		}
-	}
-	if !sawTool {
-		t.Errorf("the stored history has no tool message: %+v", stored)
-	}
+	checkStoredToolMasked(t, e.history(q))
 
 	// A refusal: no model call, the person reads the reason.
 	before := e.llm.Count()
@@ -171,4 +160,22 @@ func TestModelRequestAndToolResultHooks(t *testing.T) {
 		t.Errorf("%d model calls for a refused request", n-before)
 	}
 	waitMessageFrom(t, e.person, e.room, e.userID("helper"), "this assistant does not discuss that")
+}
+
+// checkStoredToolMasked fails t unless the stored history holds a tool
+// message and none holds the unmasked time (the mask hook turns "T" into "*").
+func checkStoredToolMasked(t *testing.T, stored []agents.Message) {
+	t.Helper()
+	var sawTool bool
+	for _, m := range stored {
+		if m.Role == "tool" {
+			sawTool = true
+			if strings.Contains(m.Content, "T") {
+				t.Errorf("the stored history holds the unmasked tool result %q", m.Content)
+			}
+		}
+	}
+	if !sawTool {
+		t.Errorf("the stored history of the thread has no tool message: %+v", stored)
+	}
 }
