@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -219,10 +220,24 @@ func runChild() {
 	}
 }
 
-// 500 messages sent to 5 rooms while hookroom is down are each handed to
-// the pipeline exactly once after it starts, also when the process is
-// killed between writing them to the inbox and handling them.
+// inboxSizeEnv sets the number of messages of TestInboxExactlyOnce, sent
+// into 5 rooms (default 100; the size is 500).
+const inboxSizeEnv = "HOOKROOM_INBOX_MESSAGES"
+
+// Messages sent to 5 rooms while hookroom is down (100, or inboxSizeEnv)
+// are each handed to the pipeline exactly once after it starts, also when
+// the process is killed between writing them to the inbox and handling
+// them.
 func TestInboxExactlyOnce(t *testing.T) {
+	const nRooms = 5
+	perRoom := 20
+	if v := os.Getenv(inboxSizeEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < nRooms {
+			t.Fatalf("%s=%q: want a number of messages, at least %d", inboxSizeEnv, v, nRooms)
+		}
+		perRoom = n / nRooms
+	}
 	for _, kill := range []bool{false, true} {
 		name := "restart"
 		if kill {
@@ -233,7 +248,7 @@ func TestInboxExactlyOnce(t *testing.T) {
 			owner := e.hs.RegisterUser(t, "owner")
 			router := e.userID("router")
 			var rooms []id.RoomID
-			for range 5 {
+			for range nRooms {
 				rooms = append(rooms, createRoom(t, owner, router))
 			}
 			entries, _ := roomsByID("r", rooms)
@@ -242,13 +257,13 @@ func TestInboxExactlyOnce(t *testing.T) {
 			r := e.start(cfg, &rec, Options{})
 			r.stop(t)
 
-			// While hookroom is down: 100 messages into each room.
+			// While hookroom is down: perRoom messages into each room.
 			sent := map[id.EventID]bool{}
 			var mu sync.Mutex
 			var wg sync.WaitGroup
 			for _, room := range rooms {
 				wg.Go(func() {
-					sendTexts(t, owner, room, 100, func(i int) string { return fmt.Sprintf("message %d", i) }, func(ev id.EventID) {
+					sendTexts(t, owner, room, perRoom, func(i int) string { return fmt.Sprintf("message %d", i) }, func(ev id.EventID) {
 						mu.Lock()
 						sent[ev] = true
 						mu.Unlock()

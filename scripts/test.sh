@@ -43,18 +43,28 @@ deps_pid=$!
 #    checked, which makes each database call several times slower and its compile slower too;
 #    a race inside the driver is not hookroom's to find (database/sql, which hands a connection
 #    to one goroutine at a time, stays instrumented, like all of hookroom).
+#  - the cryptographic primitives (Go's crypto/..., golang.org/x/crypto/..., filippo.io/edwards25519)
+#    are compiled without it too: curve and cipher arithmetic on their own local state, on which
+#    the bot test binary spent a fifth of its CPU in race checks (each account start generates
+#    dozens of Curve25519 keys). The Olm/Megolm sessions that use them (mautrix's crypto and
+#    goolm, whose state goroutines share) stay instrumented.
 #  - C code is compiled without optimisation (-O0). The only C in the build is cgo's runtime glue
 #    and mattn/go-sqlite3, which mautrix's cryptohelper registers as a driver and hookroom never
 #    opens; with -O2 its amalgamation alone takes ~80 s of CPU.
 #  - test binaries are linked without DWARF (-w): panics and race reports still name files and
 #    lines (from the symbol table); only a debugger would miss it. It saves ~40 % of each link.
+#  - -trimpath: compiled packages do not record the checkout's directory, so Go's build cache
+#    serves them to any clone of the same code (CI tests a fresh clone every time: without it,
+#    every hookroom package was compiled again: ~3 CPU-minutes). Panics and race reports name
+#    files by module path (github.com/hookroom/hookroom/bot/turn.go); tests find the repository
+#    from their working directory (internal/testkit.RepoFile), never from a source file's path.
 # The flags go into GOFLAGS, so what the tests build themselves (the demo's hookroom, example and
 # test plugins, a test MCP server) is built the same way and reuses the same compiled packages
 # instead of compiling everything a second time without the race detector.
 # (Dendrite's build started above, before these variables, and scripts/dendrite.sh builds it with
 # GOFLAGS cleared: it is unaffected.)
 export CGO_CFLAGS="${CGO_CFLAGS:--O0}"
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=goolm -race -ldflags=-w -gcflags=modernc.org/...=-race=false"
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=goolm -race -trimpath -ldflags=-w -gcflags=modernc.org/...=-race=false -gcflags=crypto/...=-race=false -gcflags=golang.org/x/crypto/...=-race=false -gcflags=filippo.io/edwards25519/...=-race=false"
 
 step "go vet -race"
 go vet -tags goolm ./...

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 const (
@@ -612,24 +614,6 @@ func runScript(bin string, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// scriptPath finds scripts/dendrite.sh by walking up from the working directory (a test runs
-// in its package directory) to the repository root.
-var scriptPath = sync.OnceValues(func() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("failed to get the working directory: %w", err)
-	}
-	for {
-		script := filepath.Join(dir, "scripts", "dendrite.sh")
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if _, err := os.Stat(script); err == nil {
-				return script, nil
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("failed to find scripts/dendrite.sh in any parent directory with a go.mod")
-		}
-		dir = parent
-	}
-})
+// scriptPath finds scripts/dendrite.sh in the repository (from the working directory: a test
+// runs in its package directory).
+var scriptPath = sync.OnceValues(func() (string, error) { return testkit.RepoFile("scripts/dendrite.sh") })

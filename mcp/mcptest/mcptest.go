@@ -8,12 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // FilesystemDir is the directory of the npm package files (relative to
@@ -22,12 +23,11 @@ const FilesystemDir = "mcp/mcptest/filesystem"
 
 // filesystemEntry is the installed server's script, installed on first use.
 var filesystemEntry = sync.OnceValues(func() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("failed to locate the mcptest package")
+	installer, err := testkit.RepoFile("scripts/test-clients.sh")
+	if err != nil {
+		return "", err
 	}
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	installer := filepath.Join(root, "scripts", "test-clients.sh")
+	root := filepath.Dir(filepath.Dir(installer))
 	var out strings.Builder
 	cmd := exec.Command("bash", installer, "install-mcp")
 	cmd.Stdout, cmd.Stderr = &out, &out
