@@ -19,10 +19,14 @@
 #   POSTGRES_BIN            directory holding initdb, pg_ctl, postgres (default: the newest
 #                           /usr/lib/postgresql/*/bin)
 #   POSTGRES_READY_TIMEOUT  seconds to wait for the server to answer (default 60)
+#   POSTGRES_MAX_CONNECTIONS  max_connections of a server started now (default 200; scripts/test.sh
+#                           raises it for the one server all test binaries share)
 set -euo pipefail
 umask 077
 
 READY_TIMEOUT="${POSTGRES_READY_TIMEOUT:-60}"
+MAX_CONNECTIONS="${POSTGRES_MAX_CONNECTIONS:-200}"
+[[ "$MAX_CONNECTIONS" =~ ^[1-9][0-9]*$ ]] || { echo "postgres.sh: POSTGRES_MAX_CONNECTIONS must be a number, not \"$MAX_CONNECTIONS\"" >&2; exit 2; }
 export CI="${CI:-true}" DEBIAN_FRONTEND=noninteractive
 
 # free_port
@@ -107,7 +111,7 @@ start() {
     : >"$dir/postgres.log"
     chown "$owner" "$dir/postgres.log"
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t "$READY_TIMEOUT" \
-      -o "-p $port -k $dir -h 127.0.0.1 -F -c fsync=off -c full_page_writes=off -c max_connections=200" \
+      -o "-p $port -k $dir -h 127.0.0.1 -F -c fsync=off -c full_page_writes=off -c max_connections=$MAX_CONNECTIONS" \
       start >/dev/null 2>&1; then
       local url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
       printf 'URL=%s\nPORT=%s\nSOCKET_DIR=%s\n' "$url" "$port" "$dir" >"$dir/env"

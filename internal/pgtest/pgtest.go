@@ -9,6 +9,12 @@
 //
 // When PostgreSQL cannot start, every test that asks for it fails: scripts/test.sh installs it
 // (Debian's postgresql package), and scripts/postgres.sh installs it when run as root.
+//
+// With HOOKROOM_PGTEST_SERVER set to a server's URL (user postgres, database postgres, allowed
+// to CREATE DATABASE), the test binary starts no server of its own and creates its databases
+// there; names carry the test binary's pid, so any number of test binaries share one server.
+// scripts/test.sh starts one for the whole run: twenty servers started and stopped cost more
+// than the tests that use them.
 // The package imports nothing internal, so any package's tests may use it.
 package pgtest
 
@@ -136,7 +142,14 @@ func server(t testing.TB) (string, *sql.DB) {
 	return shared.url, shared.admin
 }
 
+// ServerEnv names the environment variable holding a running server's URL that the test
+// binaries share (see the package documentation).
+const ServerEnv = "HOOKROOM_PGTEST_SERVER"
+
 func start() error {
+	if u := os.Getenv(ServerEnv); u != "" {
+		return connect(u, "")
+	}
 	root := dataRoot()
 	sweepStale(root)
 	dir, err := os.MkdirTemp(root, fmt.Sprintf("pgtest-%d-", os.Getpid()))
@@ -150,19 +163,28 @@ func start() error {
 		return fmt.Errorf("failed to start PostgreSQL with scripts/postgres.sh (scripts/test.sh installs it): %w\n%s", err, out)
 	}
 	shared.dir = dir
-	shared.url = strings.TrimSpace(out)
 	if os.Getenv("HOOKROOM_PGTEST_TRACE") == "1" {
 		fmt.Fprintf(os.Stderr, "pgtest: PostgreSQL started in %s\n", time.Since(t0).Round(time.Millisecond))
 	}
-	admin, err := sql.Open("postgres", shared.url)
+	return connect(strings.TrimSpace(out), dir)
+}
+
+// connect opens the admin connection to the server at u; dir is its data directory when this
+// test binary started it ("" for a shared server, whose log is not ours to show).
+func connect(u, dir string) error {
+	admin, err := sql.Open("postgres", u)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err = admin.PingContext(ctx)
 		cancel()
 	}
 	if err != nil {
+		if dir == "" {
+			return fmt.Errorf("failed to connect to the shared test PostgreSQL (%s): %w", ServerEnv, err)
+		}
 		return fmt.Errorf("failed to connect to the test PostgreSQL: %w\n%s", err, logTail(dir))
 	}
+	shared.url = u
 	shared.admin = admin
 	return nil
 }
