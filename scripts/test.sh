@@ -113,7 +113,7 @@ export HOOKROOM_PGTEST_SERVER
 step "go test -tags goolm -race"
 # Every package, every test (unit and end-to-end), with the race detector. The bot package's end-to-end tests mostly wait on the
 # homeserver and would run one after another for minutes; they run in $shards processes at once
-# instead (each with its own Dendrite and PostgreSQL, so they share nothing), next to the other
+# instead (each with its own Dendrite, and its own databases on the shared PostgreSQL), next to the other
 # packages. Tests go to the shard with the least work so far, longest first, by the durations of
 # the last run on this machine (kept in $times; on a machine that has not run them yet, those of
 # a run on a 2-core machine kept in scripts/bot-test-seconds; 5 s for a test in neither).
@@ -152,9 +152,17 @@ for ((s = 0; s < shards; s++)); do
   ) &
   pids[s]=$!
 done
+# The other packages: three test binaries at a time (most of the long ones mostly wait on a
+# homeserver or a child process), longest first by the last run's durations (kept in $pkgtimes;
+# else those in scripts/package-test-seconds), so none of them starts last and runs alone.
+pkgtimes="${XDG_CACHE_HOME:-$HOME/.cache}/hookroom/package-test-seconds"
+go list -tags goolm ./... | grep -vx 'github.com/hookroom/hookroom/bot' >"$work/packages"
+mapfile -t packages < <(awk '
+  FILENAME == ARGV[1] { secs[$1] = $2; next }
+  { print (($1 in secs) ? secs[$1] : 0), $1 }' "$(test -r "$pkgtimes" && echo "$pkgtimes" || echo scripts/package-test-seconds)" "$work/packages" |
+  sort -k1,1nr -k2,2 | cut -d' ' -f2)
 status=0
-go test -tags goolm -count=1 -timeout 15m \
-  $(go list -tags goolm ./... | grep -vx 'github.com/hookroom/hookroom/bot') || status=1
+go test -tags goolm -count=1 -timeout 15m -p 3 "${packages[@]}" | tee "$work/packages.log" || status=1
 for ((s = 0; s < shards; s++)); do
   if wait "${pids[s]}"; then
     printf 'ok  \tgithub.com/hookroom/hookroom/bot\t%ss (shard %d of %d: %d tests)\n' "$(cat "$work/shard$s.secs")" \
@@ -171,10 +179,12 @@ for ((s = 0; s < shards; s++)); do
     printf 'FAIL\tgithub.com/hookroom/hookroom/bot (shard %d of %d)\n' $((s + 1)) "$shards"
   fi
 done
-# The durations of this run's tests, for the next run's shards.
+# The durations of this run's tests and packages, for the next run's order.
 if mkdir -p "$(dirname "$times")" 2>/dev/null; then
   sed -nE 's/^--- (PASS|FAIL): (Test[^ ]*) \(([0-9.]+)s\)$/\2 \3/p' "$work"/shard*.log >"$times.tmp" &&
     mv "$times.tmp" "$times" || true
+  sed -nE 's/^(ok  |FAIL)\t([^ \t]+)\t([0-9.]+)s.*$/\2 \3/p' "$work/packages.log" >"$pkgtimes.tmp" &&
+    mv "$pkgtimes.tmp" "$pkgtimes" || true
 fi
 step "done: $( ((status == 0)) && echo passed || echo FAILED )"
 exit "$status"

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/tracking"
 )
 
@@ -163,23 +165,12 @@ func TestDemo(t *testing.T) {
 			replies <- ev
 		}
 	})
-	synced := make(chan struct{}, 1)
-	syncer.OnSync(func(context.Context, *mautrix.RespSync, string) bool {
-		select {
-		case synced <- struct{}{}:
-		default:
-		}
-		return true
-	})
 	go func() { _ = cli.SyncWithContext(ctx) }()
-	for encrypted := false; !encrypted; {
-		select {
-		case <-synced:
-			encrypted, _ = cli.StateStore.IsEncrypted(ctx, lobby.RoomID)
-		case <-ctx.Done():
-			t.Fatal("the person's client never saw the lobby as encrypted")
-		}
-	}
+	// As in encryptedClient: the local state store is polled, not checked after each sync.
+	testkit.Until(t, time.Minute, func() (bool, string) {
+		encrypted, err := cli.StateStore.IsEncrypted(ctx, lobby.RoomID)
+		return encrypted, fmt.Sprintf("the person's client does not see the lobby as encrypted (%v)", err)
+	})
 	sent, err := cli.SendText(ctx, lobby.RoomID, "@assistant hello from the demo test")
 	if err != nil {
 		t.Fatal(err)
