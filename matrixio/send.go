@@ -67,6 +67,12 @@ func renderText(text string, opts SendOptions) *event.MessageEventContent {
 		content = format.RenderMarkdown(text, true, false)
 		content.Body = text
 	}
+	return finishContent(content, opts)
+}
+
+// finishContent sets what renderText adds to the rendered text: the message
+// type and the mentions.
+func finishContent(content event.MessageEventContent, opts SendOptions) *event.MessageEventContent {
 	content.MsgType = event.MsgText
 	if opts.Notice {
 		content.MsgType = event.MsgNotice
@@ -88,7 +94,11 @@ func renderText(text string, opts SendOptions) *event.MessageEventContent {
 // textContent is the full content SendText sends: renderText plus
 // relations plus Extra.
 func textContent(text string, opts SendOptions) *event.Content {
-	msg := renderText(text, opts)
+	return textContentOf(renderText(text, opts), opts)
+}
+
+// textContentOf is textContent for a text already rendered.
+func textContentOf(msg *event.MessageEventContent, opts SendOptions) *event.Content {
 	switch {
 	case opts.ThreadRoot != "" && opts.ReplyTo != "":
 		msg.RelatesTo = (&event.RelatesTo{}).SetThread(opts.ThreadRoot, "").SetReplyTo(opts.ReplyTo)
@@ -107,7 +117,11 @@ func textContent(text string, opts SendOptions) *event.Content {
 // editContent is the full content Edit sends: an m.replace of target whose
 // m.new_content is the rendered text (with Extra inside too).
 func editContent(target id.EventID, text string, opts SendOptions) *event.Content {
-	msg := renderText(text, opts)
+	return editContentOf(target, renderText(text, opts), opts)
+}
+
+// editContentOf is editContent for a text already rendered.
+func editContentOf(target id.EventID, msg *event.MessageEventContent, opts SendOptions) *event.Content {
 	msg.SetEdit(target)
 	var raw map[string]any
 	if len(opts.Extra) > 0 {

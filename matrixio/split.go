@@ -5,6 +5,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/yuin/goldmark"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/format"
+	"maunium.net/go/mautrix/format/mdext"
 	"maunium.net/go/mautrix/id"
 )
 
@@ -64,15 +68,16 @@ func nextPart(text string, opts SendOptions, edit bool) (part, rest string) {
 		return text, ""
 	}
 	// The longest prefix that fits, to within 1/128 of it (a boundary is
-	// picked below anyway). The body alone is part of the content, so no
-	// prefix longer than the budget can fit.
+	// picked below anyway), searched with the estimate; the part is
+	// checked with the exact size below. The body alone is part of the
+	// content, so no prefix longer than the budget can fit.
 	lo, hi := 0, min(len(text), MaxContentBytes)
 	for hi-lo > max(1, hi/128) {
 		mid := cutUTF8(text, lo+(hi-lo)/2)
 		if mid <= lo {
 			break
 		}
-		if fits(text[:mid]) {
+		if estimatedSize(text[:mid], opts, edit) <= MaxContentBytes {
 			lo = mid
 		} else {
 			hi = mid
@@ -106,11 +111,43 @@ func nextPart(text string, opts SendOptions, edit bool) (part, rest string) {
 // contentSize is the size of the JSON content SendText (or, for edit, Edit)
 // sends for text with opts.
 func contentSize(text string, opts SendOptions, edit bool) int {
+	return sizeOf(renderText(text, opts), opts, edit)
+}
+
+// estimatedSize is contentSize without the step that costs most and weighs
+// least: mautrix parses the HTML it rendered back into text to find the
+// users linked with pills, which takes four times as long as rendering and
+// adds a few dozen bytes per pill to m.mentions. Without those mentions it
+// renders the same way.
+func estimatedSize(text string, opts SendOptions, edit bool) int {
+	if opts.PlainText {
+		return contentSize(text, opts, edit)
+	}
+	var buf strings.Builder
+	if err := markdown.Convert([]byte(text), &buf); err != nil {
+		return contentSize(text, opts, edit)
+	}
+	// mautrix sends formatted_body when the HTML, parsed back to text, is not
+	// the HTML itself: when it has a tag or an entity.
+	content := event.MessageEventContent{Body: text}
+	if html := format.UnwrapSingleParagraph(buf.String()); strings.ContainsAny(html, "<&") {
+		content.FormattedBody, content.Format = html, event.FormatHTML
+	}
+	return sizeOf(finishContent(content, opts), opts, edit)
+}
+
+// markdown renders as format.RenderMarkdown(text, true, false) does: its
+// extensions and options, raw HTML escaped (TestEstimatedSize compares).
+var markdown = goldmark.New(format.Extensions, format.HTMLOptions, goldmark.WithExtensions(mdext.EscapeHTML))
+
+// sizeOf is the size of the JSON content of msg sent as a message (or, for
+// edit, as an edit).
+func sizeOf(msg *event.MessageEventContent, opts SendOptions, edit bool) int {
 	var content any
 	if edit {
-		content = editContent(splitTarget, text, opts)
+		content = editContentOf(splitTarget, msg, opts)
 	} else {
-		content = textContent(text, opts)
+		content = textContentOf(msg, opts)
 	}
 	raw, err := json.Marshal(content)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"maunium.net/go/mautrix/id"
 )
 
 // paragraphs returns n numbered paragraphs of about size bytes each,
@@ -143,5 +145,55 @@ func TestCutUTF8(t *testing.T) {
 		if got := cutUTF8(s, n); got != want {
 			t.Errorf("cutUTF8(%q, %d) = %d, want %d", s, n, got, want)
 		}
+	}
+}
+
+// The estimate nextPart searches with renders as SendText does: the same
+// size, except for the mentions of users linked with pills, which it
+// leaves out (the part is then checked with the exact size).
+func TestEstimatedSize(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		text  string
+		opts  SendOptions
+		pills int
+	}{
+		{name: "plain words", text: "hello there"},
+		{name: "empty", text: ""},
+		{name: "markdown", text: "# Title\n\nSome **bold**, _italic_, ~~struck~~ and `code`.\n\n- a\n- b\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"},
+		{name: "raw html is escaped", text: "<script>alert(1)</script> & <b>not bold</b>"},
+		{name: "code block", text: "```go\nfmt.Println(\"<tag> & more\")\n```\n"},
+		{name: "spoiler", text: "||hidden|| text"},
+		{name: "hard line breaks", text: "one\ntwo\nthree"},
+		{name: "notice in a thread", text: "**done**", opts: SendOptions{Notice: true, ThreadRoot: "$root:example.org", Mentions: []id.UserID{"@a:example.org"}}},
+		{name: "plain text option", text: "<p>not html</p>", opts: SendOptions{PlainText: true}},
+		{name: "a pill", text: "ask [Alice](https://matrix.to/#/@alice:example.org) about it", pills: 1},
+		{name: "long paragraphs", text: paragraphs(20, 500)},
+		{name: "trailing space", text: strings.Repeat("All work and no play. ", 50)},
+		{name: "leading and trailing blank lines", text: "\n\n  indented words \n\n"},
+		{name: "quotes and apostrophes", text: `"quoted" and it's fine`},
+		{name: "an entity typed", text: "fish &amp; chips"},
+		{name: "escaped markdown", text: `\*not emphasis\* and 2 < 3`},
+		{name: "a bare url", text: "see https://example.org/a_b?c=d&e=f"},
+		{name: "multibyte", text: "héllo wörld ✓ 日本語テキスト 🙂"},
+	} {
+		for _, edit := range []bool{false, true} {
+			exact, estimate := contentSize(tc.text, tc.opts, edit), estimatedSize(tc.text, tc.opts, edit)
+			switch {
+			case tc.pills == 0 && estimate != exact:
+				t.Errorf("%s (edit %v): estimated %d bytes, SendText's content has %d", tc.name, edit, estimate, exact)
+			case tc.pills > 0 && (estimate >= exact || exact-estimate > 100*tc.pills):
+				t.Errorf("%s (edit %v): estimated %d bytes, SendText's content has %d: want a little less (the pills' mentions)", tc.name, edit, estimate, exact)
+			}
+		}
+	}
+}
+
+// BenchmarkSplitText splits a 150 kB Markdown reply into the parts a turn
+// sends (what a long answer costs before its first part goes out).
+func BenchmarkSplitText(b *testing.B) {
+	text := paragraphs(150, 1000)
+	for b.Loop() {
+		SplitText(text, SendOptions{}, false)
 	}
 }

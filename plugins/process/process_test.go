@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hookroom/hookroom/hooks"
 	"github.com/hookroom/hookroom/hooks/hooktest"
+	"github.com/hookroom/hookroom/internal/testkit"
 	"github.com/hookroom/hookroom/plugins/process"
 )
 
@@ -317,7 +319,7 @@ func TestFaults(t *testing.T) {
 			ctx, logs := testContext(t)
 			p := startFake(t, ctx, tc.mode)
 			reg := registry(t, p, nil)
-			for i := range tc.emits {
+			emit := func(i int) {
 				c := hooktest.BeforeResponse("Hello")
 				within(t, "Emit", deadline+margin, func() {
 					if err := hooks.Emit(ctx, reg, hooks.MessageBeforeResponse, c); err != nil {
@@ -330,9 +332,24 @@ func TestFaults(t *testing.T) {
 				if !tc.ok && tc.mode != "exit_after_init" && c.Draft.Text != "Hello" {
 					t.Errorf("Emit %d: a failed hook changed the draft to %q", i, c.Draft.Text)
 				}
-				if tc.mode == "exit_after_init" || tc.mode == "crash" {
-					time.Sleep(40 * time.Millisecond) // let it crash and restart
-				}
+			}
+			for i := range tc.emits {
+				emit(i)
+			}
+			if tc.disable {
+				// A plugin is disabled by crashes it has after its restarts, and a
+				// restart (a new process) takes long on a loaded machine: calls
+				// made while it restarts fail without crashing it. Call until it
+				// is disabled.
+				i := tc.emits
+				testkit.Until(t, 30*time.Second, func() (bool, string) {
+					if !p.Healthy() && logs.Contains(tc.logs[len(tc.logs)-1]) {
+						return true, ""
+					}
+					emit(i)
+					i++
+					return false, fmt.Sprintf("the plugin is not disabled after %d calls", i)
+				})
 			}
 			s := statsOf(reg, "footer")
 			if got := s.Errors + s.Timeouts + s.Panics; got < tc.failures {
