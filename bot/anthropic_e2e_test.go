@@ -65,9 +65,7 @@ func TestAnthropicAgentCallsATool(t *testing.T) {
 		t.Fatalf("terminal %v", got)
 	}
 	res := e.results[0]
-	if text, _, _ := e.visibleText(res.EventID); !strings.Contains(text, "It is late in Paris.") {
-		t.Errorf("visible text %q", text)
-	}
+	e.waitVisibleText(res.EventID, "Let me check.\n\nIt is late in Paris.")
 	if u := res.Usage; u.InputTokens != 2500 || u.CachedTokens != 2000 || u.OutputTokens != 30 {
 		t.Errorf("usage %+v, want 2500 input (2000 cached), 30 output", u)
 	}

@@ -106,9 +106,9 @@ func TestDirectMessageWithAnAgent(t *testing.T) {
 	if !ok || row.Inviter != e.person.UserID || !row.IsDirect {
 		t.Fatalf("DM not remembered as a direct room of alice: %+v, %v", row, ok)
 	}
-	text, _, ev := e.visibleText(e.results[0].EventID)
-	if ev.Sender != helper || text != "Hi Alice, how can I help?" || ev.RoomID != e.room {
-		t.Errorf("reply %q from %s in %s, want the agent's answer in the DM", text, ev.Sender, ev.RoomID)
+	_, ev := e.waitVisibleText(e.results[0].EventID, "Hi Alice, how can I help?")
+	if ev.Sender != helper || ev.RoomID != e.room {
+		t.Errorf("reply from %s in %s, want the agent's answer in the DM", ev.Sender, ev.RoomID)
 	}
 	if rel := ev.Content.AsMessage().RelatesTo; rel == nil || rel.EventID != q {
 		t.Errorf("reply relation %+v, want the thread of %s", rel, q)

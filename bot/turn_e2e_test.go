@@ -224,6 +224,25 @@ func (e *turnEnv) visibleText(evID id.EventID) (string, int, *event.Event) {
 	return text, len(rels.Chunk), ev
 }
 
+// waitVisibleText waits until evID shows want (the text of its latest
+// edit) and returns visibleText's edit count and event: Dendrite indexes an
+// edit for /relations a moment after it accepted it, later on a loaded
+// machine, so right after a turn ended an earlier edit may still be the
+// latest it shows.
+func (e *turnEnv) waitVisibleText(evID id.EventID, want string) (int, *event.Event) {
+	e.t.Helper()
+	var (
+		edits int
+		ev    *event.Event
+	)
+	testkit.Until(e.t, 30*time.Second, func() (bool, string) {
+		var text string
+		text, edits, ev = e.visibleText(evID)
+		return text == want, fmt.Sprintf("visible %q, want %q", text, want)
+	})
+	return edits, ev
+}
+
 func TestMentionGetsStreamedThreadedReply(t *testing.T) {
 	answer := "Hello Alice, the weather in Paris is mild today."
 	var (
@@ -252,10 +271,7 @@ func TestMentionGetsStreamedThreadedReply(t *testing.T) {
 	if res.DeliveryKind != hooks.DeliveryEdited {
 		t.Errorf("delivery %s, want edited (streamed)", res.DeliveryKind)
 	}
-	text, edits, ev := e.visibleText(res.EventID)
-	if text != answer {
-		t.Errorf("visible text %q, want %q", text, answer)
-	}
+	edits, ev := e.waitVisibleText(res.EventID, answer)
 	if edits < 2 {
 		t.Errorf("%d edits, want streaming edits and a final one", edits)
 	}
@@ -410,9 +426,7 @@ func TestTerminalEvents(t *testing.T) {
 		if got := e.waitTerminal(1); !slices.Equal(got, []string{"after:" + want}) {
 			t.Fatalf("terminal %v", got)
 		}
-		if text, _, _ := e.visibleText(e.results[0].EventID); text != want {
-			t.Errorf("visible %q, want %q", text, want)
-		}
+		e.waitVisibleText(e.results[0].EventID, want)
 	})
 	t.Run("unauthorized sender gets nothing", func(t *testing.T) {
 		e := newTurnEnv(t, []string{"helper"}, "")
@@ -576,9 +590,7 @@ func TestSIGKILLMidStream(t *testing.T) {
 	if agentMsgs != 1 {
 		t.Errorf("%d agent messages in the thread, want 1", agentMsgs)
 	}
-	if text, _, _ := e.visibleText(first); text != "The whole story, at last." {
-		t.Errorf("visible %q", text)
-	}
+	e.waitVisibleText(first, "The whole story, at last.")
 }
 
 // On PostgreSQL, a turn is answered, hookroom restarts on the same database, and the next
