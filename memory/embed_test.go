@@ -47,20 +47,24 @@ func TestHTTPEmbedderErrors(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	hold := make(chan struct{})
 	t.Cleanup(func() { close(hold) })
+	// Only the timeout case has a short timeout: on a loaded machine 50 ms
+	// can pass before any answer, and a request given up on would leave its
+	// scripted reply to the next case.
 	for _, tc := range []struct {
-		name  string
-		reply llmtest.Reply
-		want  string
+		name    string
+		reply   llmtest.Reply
+		timeout time.Duration
+		want    string
 	}{
-		{"HTTP error echoing the key", llmtest.Reply{Status: http.StatusUnauthorized, ErrMessage: "bad key " + testKey}, "HTTP 401: bad key REDACTED"},
-		{"garbage", llmtest.Reply{Garbage: []string{"<html>oops"}}, "answer is not an embeddings list"},
-		{"missing vectors", llmtest.Reply{EmptyChoices: true}, "asked for 1 vectors, got 0"},
-		{"truncated", llmtest.Reply{Truncate: true}, "answer is not an embeddings list"},
-		{"timeout", llmtest.Reply{Hold: hold}, "no answer within 50ms"},
+		{"HTTP error echoing the key", llmtest.Reply{Status: http.StatusUnauthorized, ErrMessage: "bad key " + testKey}, time.Minute, "HTTP 401: bad key REDACTED"},
+		{"garbage", llmtest.Reply{Garbage: []string{"<html>oops"}}, time.Minute, "answer is not an embeddings list"},
+		{"missing vectors", llmtest.Reply{EmptyChoices: true}, time.Minute, "asked for 1 vectors, got 0"},
+		{"truncated", llmtest.Reply{Truncate: true}, time.Minute, "answer is not an embeddings list"},
+		{"timeout", llmtest.Reply{Hold: hold}, 50 * time.Millisecond, "no answer within 50ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv.ScriptEmbeddings(tc.reply)
-			e := NewHTTPEmbedderWithKey(srv.URL, "m", testKey, 50*time.Millisecond, nil)
+			e := NewHTTPEmbedderWithKey(srv.URL, "m", testKey, tc.timeout, nil)
 			_, err := e.Embed(t.Context(), []string{"x"})
 			if err == nil {
 				t.Fatal("no error")
