@@ -13,7 +13,8 @@
 #     console's browser tests, and Debian's espeak-ng and opus-tools for the voice tests
 #   - Dendrite v0.15.2, built once by scripts/dendrite.sh into ~/.cache/hookroom (cold: a few minutes)
 #   - PostgreSQL (Debian's postgresql package, by scripts/postgres.sh install): the store, lock and
-#     e2e tests run on it too, each test binary starting its own throwaway server (internal/pgtest)
+#     e2e tests run on it too: one throwaway server for the whole run, on which each test binary
+#     creates its own databases (internal/pgtest, HOOKROOM_PGTEST_SERVER)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
