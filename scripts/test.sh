@@ -21,6 +21,16 @@ export GOTOOLCHAIN=local
 
 step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS" >&2; }
 
+# longest_first CACHE FALLBACK DEFAULT LIST: the names in file LIST as "seconds name" lines, longest
+# first, by the durations of the last run on this machine (file CACHE: "name seconds" lines), else
+# by those in the committed file FALLBACK; DEFAULT seconds for a name in neither.
+longest_first() {
+  awk -v dflt="$3" '
+    FILENAME == ARGV[1] { secs[$1] = $2; next }
+    { print (($1 in secs) ? secs[$1] : dflt), $1 }' "$(test -r "$1" && echo "$1" || echo "$2")" "$4" |
+    sort -k1,1nr -k2,2
+}
+
 # Dendrite builds (a few minutes cold, nothing when cached), and the test clients, Chromium and
 # PostgreSQL install (apt and npm: mostly downloads), while the checks run and the tests compile; the
 # end-to-end tests wait for both.
@@ -131,10 +141,7 @@ declare -a runs counts
 while read -r s name; do
   runs[s]+="${runs[s]:+|}$name"
   counts[s]=$((${counts[s]:-0} + 1))
-done < <(awk -v shards="$shards" '
-  FILENAME == ARGV[1] { secs[$1] = $2; next }
-  { print (($1 in secs) ? secs[$1] : 5), $1 }' "$(test -r "$times" && echo "$times" || echo scripts/bot-test-seconds)" "$work/tests" |
-  sort -k1,1nr -k2,2 |
+done < <(longest_first "$times" scripts/bot-test-seconds 5 "$work/tests" |
   awk -v shards="$shards" '{
     best = 0
     for (s = 1; s < shards; s++) if (load[s] < load[best]) best = s
@@ -158,10 +165,7 @@ done
 # else those in scripts/package-test-seconds), so none of them starts last and runs alone.
 pkgtimes="${XDG_CACHE_HOME:-$HOME/.cache}/hookroom/package-test-seconds"
 go list -tags goolm ./... | grep -vx 'github.com/hookroom/hookroom/bot' >"$work/packages"
-mapfile -t packages < <(awk '
-  FILENAME == ARGV[1] { secs[$1] = $2; next }
-  { print (($1 in secs) ? secs[$1] : 0), $1 }' "$(test -r "$pkgtimes" && echo "$pkgtimes" || echo scripts/package-test-seconds)" "$work/packages" |
-  sort -k1,1nr -k2,2 | cut -d' ' -f2)
+mapfile -t packages < <(longest_first "$pkgtimes" scripts/package-test-seconds 0 "$work/packages" | cut -d' ' -f2)
 status=0
 go test -tags goolm -count=1 -timeout 15m -p 3 "${packages[@]}" | tee "$work/packages.log" || status=1
 for ((s = 0; s < shards; s++)); do

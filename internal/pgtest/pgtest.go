@@ -15,7 +15,8 @@
 // there; names carry the test binary's pid, so any number of test binaries share one server.
 // scripts/test.sh starts one for the whole run: twenty servers started and stopped cost more
 // than the tests that use them.
-// The package imports nothing internal, so any package's tests may use it.
+// Of hookroom it imports only internal/testkit (which imports only the standard library), so
+// any package's tests may use it.
 package pgtest
 
 import (
@@ -37,6 +38,8 @@ import (
 
 	_ "github.com/lib/pq" // the PostgreSQL driver, registered as "postgres"
 	"go.mau.fi/util/dbutil"
+
+	"github.com/hookroom/hookroom/internal/testkit"
 )
 
 // Runner is what TestMain runs: *testing.M, or what Wrap returns.
@@ -204,26 +207,9 @@ func script(args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// scriptPath finds scripts/postgres.sh by walking up from the working directory.
-var scriptPath = sync.OnceValues(func() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("failed to find scripts/postgres.sh: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "scripts", "postgres.sh")
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("failed to find scripts/postgres.sh in any parent directory with a go.mod")
-		}
-		dir = parent
-	}
-})
+// scriptPath finds scripts/postgres.sh in the repository (from the working directory: a test
+// runs in its package directory).
+var scriptPath = sync.OnceValues(func() (string, error) { return testkit.RepoFile("scripts/postgres.sh") })
 
 func logTail(dir string) string {
 	b, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
